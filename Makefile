@@ -1,0 +1,38 @@
+# 《Attention 机制与 Transformer Block》的两条命令：make html、make test。
+# 其余：make pdf、make bench、make clean。
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.requirements-installed
+
+.PHONY: html test pdf bench clean setup
+
+# 建虚拟环境；只在 requirements.txt 或 pyproject.toml 变了之后才重新安装
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	@touch $@
+
+setup: $(STAMP)
+	@tools/system_deps.sh install html
+
+# 构建网站到 _build/html（警告即失败；包或依赖一变就重跑所有页面）
+html: setup
+	$(PY) tools/build_book.py --builder html
+
+# 全部测试：单元测试、失败样例书、过期输出测试，以及从全新 Sphinx 环境构建整本书
+test: setup
+	$(PY) -m pytest
+
+# PDF（XeLaTeX），输出到 _build/latex/book.pdf
+pdf: setup
+	@tools/system_deps.sh check pdf
+	$(PY) tools/build_book.py --builder pdflatex
+
+# 基准（不是测试）：冷构建、空操作重建、改一段文字、改一个代码单元、以及所有代码在一个进程里跑的下限
+bench: setup
+	$(PY) tools/bench.py
+
+clean:
+	rm -rf _build

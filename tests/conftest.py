@@ -1,0 +1,79 @@
+"""测试共用的工具：在临时目录里搭一本小书、调用真实的构建脚本、以及整本书的一次全新构建。"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD_SCRIPT = REPO / "tools" / "build_book.py"
+FAILING_PAGES = Path(__file__).resolve().parent / "fixtures" / "failing_pages"
+
+
+@dataclass
+class BuildResult:
+    root: Path
+    returncode: int
+    output: str
+
+    @property
+    def html(self) -> Path:
+        return self.root / "_build" / "html"
+
+
+def run_build(root: Path, *extra: str, timeout: float = 1800) -> BuildResult:
+    """用本书真正的构建脚本（tools/build_book.py）构建 root 下的书。"""
+    proc = subprocess.run(
+        [sys.executable, str(BUILD_SCRIPT), "--root", str(root), *extra],
+        capture_output=True, text=True, timeout=timeout,
+    )
+    return BuildResult(root, proc.returncode, proc.stdout + proc.stderr)
+
+
+def make_mini_book(tmp: Path, pages: dict[str, str], config_changes: dict | None = None,
+                   with_package: bool = False) -> Path:
+    """在 tmp 下搭一本只含 pages 的小书，配置取自本书真实的 _config.yml。
+
+    pages: {文档名: MyST 文本}，第一个是根页面。config_changes 按键路径覆盖配置，
+    例如 {"execute.timeout": 3}。with_package=True 时把 src/minigpt 等也复制过去。
+    """
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    for dotted, value in (config_changes or {}).items():
+        node = config
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    (tmp / "_config.yml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    # 配置里引用的文件（参考文献等）照原样带过去
+    for rel in ("book/references.bib",):
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / rel, tmp / rel)
+    if with_package:
+        shutil.copytree(REPO / "src" / "minigpt", tmp / "src" / "minigpt",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for rel in ("requirements.txt", "pyproject.toml"):
+            shutil.copy(REPO / rel, tmp / rel)
+    names = list(pages)
+    toc = {"format": "jb-book", "root": names[0]}
+    if names[1:]:
+        toc["chapters"] = [{"file": n} for n in names[1:]]
+    (tmp / "_toc.yml").write_text(yaml.safe_dump(toc), encoding="utf-8")
+    for name, text in pages.items():
+        (tmp / f"{name}.md").write_text(text, encoding="utf-8")
+    return tmp
+
+
+@pytest.fixture(scope="session")
+def built_book() -> BuildResult:
+    """整本书从全新的 Sphinx 环境构建一次（--fresh），供所有检查渲染结果的测试共用。"""
+    result = run_build(REPO, "--fresh")
+    if result.returncode != 0:
+        pytest.fail(f"整本书构建失败（退出码 {result.returncode}）:\n{result.output[-8000:]}")
+    return result

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# 检查（可选：安装）本书构建所需的 Debian 软件包。
+#   tools/system_deps.sh check   html|pdf|browser   缺什么就打印确切的 apt-get 命令并以 1 退出
+#   tools/system_deps.sh install html|pdf|browser   缺什么就用 apt-get 装（需要 root）
+set -euo pipefail
+mode=${1:?用法: system_deps.sh check|install html|pdf|browser}
+what=${2:?用法: system_deps.sh check|install html|pdf|browser}
+
+# 每一项：<用来判断是否已装的文件或命令> <提供它的 Debian 包>
+case "$what" in
+  html)    needs=("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc fonts-noto-cjk") ;;
+  pdf)     needs=("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc fonts-noto-cjk"
+                  "xelatex texlive-xetex" "latexmk latexmk"
+                  "/usr/share/texlive/texmf-dist/tex/xelatex/xecjk/xeCJK.sty texlive-lang-chinese"
+                  "/usr/share/texlive/texmf-dist/tex/latex/framed/framed.sty texlive-latex-extra"
+                  "pdftotext poppler-utils") ;;
+  browser) needs=("chromium chromium") ;;
+  *) echo "未知的目标: $what（应为 html、pdf 或 browser）" >&2; exit 2 ;;
+esac
+
+missing=()
+for item in "${needs[@]}"; do
+  probe=${item% *}; pkg=${item#* }
+  if [[ $probe == /* ]]; then [[ -e $probe ]] && continue
+  else command -v "$probe" >/dev/null 2>&1 && continue; fi
+  [[ " ${missing[*]:-} " == *" $pkg "* ]] || missing+=("$pkg")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [[ $mode == install && $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+  echo "[system_deps] 安装缺少的 Debian 包: ${missing[*]}"
+  (apt-get update -q && DEBIAN_FRONTEND=noninteractive $cmd) >/tmp/system_deps_apt.log 2>&1 \
+    || { tail -20 /tmp/system_deps_apt.log >&2; echo "[system_deps] apt-get 失败，见 /tmp/system_deps_apt.log" >&2; exit 1; }
+  exit 0
+fi
+echo "[system_deps] 构建 $what 缺少 Debian 包: ${missing[*]}" >&2
+echo "[system_deps] 请先运行: sudo $cmd" >&2
+exit 1
