@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -72,7 +73,16 @@ def make_mini_book(tmp: Path, pages: dict[str, str], config_changes: dict | None
 
 @pytest.fixture(scope="session")
 def built_book() -> BuildResult:
-    """整本书从全新的 Sphinx 环境构建一次（--fresh），供所有检查渲染结果的测试共用。"""
+    """整本书从全新的 Sphinx 环境构建一次（--fresh），供所有检查渲染结果的测试共用。
+
+    开发时可设环境变量 BOOK_PREBUILT=<--out 目录>，改用已有的、成功的构建（CI 不设它）。
+    """
+    prebuilt = os.environ.get("BOOK_PREBUILT")
+    if prebuilt:
+        out = Path(prebuilt).resolve()
+        if not (out / "_build" / ".last-html-ok").exists():
+            pytest.fail(f"BOOK_PREBUILT={out} 下没有一次成功的 HTML 构建")
+        return BuildResult(out, 0, "(prebuilt)")
     result = run_build(REPO, "--fresh")
     if result.returncode != 0:
         pytest.fail(f"整本书构建失败（退出码 {result.returncode}）:\n{result.output[-8000:]}")

@@ -9,7 +9,10 @@
    和 `pyproject.toml` 求一个摘要（执行键），与上次构建时记下的不同，就清空执行缓存。
 2. **增量构建不掩盖旧错误**。Sphinx 不会为没有重读的页面重发警告；上一次构建没有成功
    （或要求 `--fresh`）时，就用 `--all` 从全新的 Sphinx 环境构建。
-3. **警告即失败**：总是带 `-W -n --keep-going`。内核启动前先预热 matplotlib 的字体缓存，
+3. **并行预执行**。Jupyter Book 1.x 一页一页地执行笔记本；这里先用两个进程把执行缓存里缺的页面
+   跑好（与 myst-nb 相同的读法、超时与缓存键），Sphinx 随后直接取用缓存。预执行失败的页面不入缓存，
+   交给 Sphinx 重新执行并照常报错。
+4. **警告即失败**：总是带 `-W -n --keep-going`。内核启动前先预热 matplotlib 的字体缓存，
    否则新机器上第一次 `import matplotlib` 往 stderr 写的提示会被当成错误。
 """
 
@@ -54,6 +57,12 @@ def invalidate_stale_cache(build_dir: Path, key: str) -> bool:
     return old is not None
 
 
+def yaml_load(path: Path) -> dict:
+    import yaml
+
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
 def build_env(root: Path) -> dict[str, str]:
     """构建（和内核）所用的环境变量。"""
     env = dict(os.environ)
@@ -62,6 +71,7 @@ def build_env(root: Path) -> dict[str, str]:
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("MPLCONFIGDIR", str(root / "_build" / ".mplconfig"))
     env["PYTHONHASHSEED"] = "0"
+    env.setdefault("SOURCE_DATE_EPOCH", "1700000000")  # SVG/PDF 图里的日期固定，输出可复现
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # ipykernel 调试器的提示会写到 stderr
     return env
 
@@ -75,19 +85,96 @@ def warm_up(env: dict[str, str]) -> None:
     )
 
 
+def toc_pages(root: Path, toc: Path) -> list[Path]:
+    """目录里列出的所有 .md 页面（按顺序）。"""
+    import yaml
+
+    data = yaml.safe_load(toc.read_text(encoding="utf-8"))
+    docs = [data["root"]]
+    for part in data.get("parts", []):
+        docs += [c["file"] for c in part.get("chapters", [])]
+    docs += [c["file"] for c in data.get("chapters", [])]
+    return [root / f"{doc}.md" for doc in docs if (root / f"{doc}.md").exists()]
+
+
+def _read_notebook(path: Path):
+    """与 myst-nb 相同的方式把 MyST 文本笔记本读成 nbformat 对象；不是笔记本则返回 None。"""
+    from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
+
+    text = path.read_text(encoding="utf-8")
+    if not is_myst_markdown_notebook(text):
+        return None
+    return read_myst_markdown_notebook(text, add_source_map=True, path=str(path))
+
+
+def _execute_one(path_str: str, timeout: int):
+    """（子进程里）执行一页；返回 (路径, 执行后的笔记本或 None, 秒数)。"""
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    path = Path(path_str)
+    nb = _read_notebook(path)
+    result = single_nb_execution(nb, cwd=str(path.parent), allow_errors=False,
+                                 timeout=timeout, meta_override=True)
+    return path_str, (None if result.err else nb), result.time
+
+
+def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, workers: int = 2) -> None:
+    """把执行缓存里还没有的页面并行执行好并存入缓存。"""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    cache = get_cache(str(cache_dir))
+    todo = []
+    for page in pages:
+        nb = _read_notebook(page)
+        if nb is None:
+            continue
+        try:
+            cache.match_cache_notebook(nb)
+        except KeyError:
+            if any(c.cell_type == "code" for c in nb.cells):
+                todo.append(page)
+            else:  # 没有代码单元的笔记本，执行前后完全一样：直接入缓存，省掉一次内核启动
+                cache.cache_notebook_bundle(CacheBundleIn(nb, str(page)), check_validity=False, overwrite=True)
+    if len(todo) < 2:  # 只有一页要跑时并行没有好处，交给 Sphinx
+        return
+    print(f"[build_book] 并行预执行 {len(todo)} 页（{workers} 个进程）…", flush=True)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_execute_one, str(p), timeout) for p in todo]
+        for future in futures:
+            path_str, nb, seconds = future.result()
+            if nb is None:
+                print(f"[build_book] 预执行失败：{path_str}（交给 Sphinx 重新执行并报告）", flush=True)
+                continue
+            cache.cache_notebook_bundle(
+                CacheBundleIn(nb, path_str, data={"execution_seconds": seconds}),
+                check_validity=False, overwrite=True,
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=REPO, help="书的根目录（含 _config.yml）")
     parser.add_argument("--builder", default="html", choices=["html", "pdflatex", "latex"])
     parser.add_argument("--fresh", action="store_true", help="从全新的 Sphinx 环境构建")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="输出目录（其下生成 _build/），默认是书的根目录；多人同时构建时各用各的")
+    parser.add_argument("--toc", type=Path, default=None, help="改用另一份目录文件（只构建其中的页面）")
     args = parser.parse_args(argv)
 
     root = args.root.resolve()
-    build_dir = root / "_build"
+    out = (args.out or root).resolve()
+    build_dir = out / "_build"
     env = build_env(root)
     if invalidate_stale_cache(build_dir, execution_key(root)):
         print("[build_book] src/minigpt 或依赖有改动：已清空执行缓存，所有页面将重新执行。", flush=True)
     warm_up(env)
+    os.environ.update(env)  # 预执行的内核与 Sphinx 的内核用同样的环境
+    config = yaml_load(root / "_config.yml")
+    pre_execute(toc_pages(root, (args.toc or root / "_toc.yml").resolve()),
+                build_dir / ".jupyter_cache", int(config.get("execute", {}).get("timeout", 30)))
 
     ok_marker = build_dir / f".last-{args.builder}-ok"
     fresh = args.fresh or not ok_marker.exists()
@@ -99,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if fresh:
         cmd.append("--all")
+    if args.out:
+        cmd += ["--path-output", str(out)]
+    if args.toc:
+        cmd += ["--toc", str(args.toc.resolve())]
     print("[build_book] jupyter-book " + " ".join(cmd[1:]), flush=True)
     code = subprocess.run(cmd, cwd=root, env=env).returncode
     if code == 0:
@@ -106,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         reports = sorted((build_dir / "html" / "reports").glob("**/*.err.log"))
         for report in reports:
-            print(f"\n[build_book] 执行报告 {report.relative_to(root)}:\n" + report.read_text()[-3000:])
+            print(f"\n[build_book] 执行报告 {report}:\n" + report.read_text()[-3000:])
         print(f"\n[build_book] 构建失败（退出码 {code}）。", file=sys.stderr)
     return code
 

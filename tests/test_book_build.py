@@ -1,0 +1,119 @@
+"""整本书的构建是一项测试：从全新的 Sphinx 环境构建，退出码为 0，目录里每一页都带着执行结果。
+
+另外检查全书的两条写作规矩：正文里没有手打的计算结果（三位以上小数必须 glue），
+源章节里的句子没有原样出现在书里。
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+pytestmark = pytest.mark.book
+
+# 源章节（内容规格）不随仓库分发；在本项目的开发机与 CI 机上它位于 shared/source/
+_SOURCE_NAME = "source/000_1f33ab0ac3668d6e.txt"
+SOURCE = next(
+    (p for p in (REPO.parent / "shared" / _SOURCE_NAME, Path("/work/shared") / _SOURCE_NAME) if p.exists()),
+    Path("/work/shared") / _SOURCE_NAME,
+)
+
+
+def toc_files() -> list[str]:
+    """按目录顺序列出所有页面（不含扩展名）。"""
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [chapter["file"] for chapter in part.get("chapters", [])]
+    files += [chapter["file"] for chapter in toc.get("chapters", [])]
+    return files
+
+
+def page_source(doc: str) -> str:
+    return (REPO / f"{doc}.md").read_text(encoding="utf-8")
+
+
+def has_code_cells(doc: str) -> bool:
+    return "```{code-cell}" in page_source(doc)
+
+
+class _OutputCounter(HTMLParser):
+    """数 HTML 里的执行输出区块（myst-nb 渲染为 class 含 cell_output 的 div）。"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outputs = 0
+
+    def handle_starttag(self, tag, attrs):
+        classes = (dict(attrs).get("class") or "").split()
+        if tag == "div" and "cell_output" in classes:
+            self.outputs += 1
+
+
+def test_book_builds_from_a_fresh_sphinx_environment(built_book):
+    assert built_book.returncode == 0
+    if built_book.output != "(prebuilt)":
+        assert "--all" in built_book.output, "整本书的构建测试必须从全新的 Sphinx 环境开始"
+        assert "build succeeded" in built_book.output
+
+
+@pytest.mark.parametrize("doc", toc_files())
+def test_every_toc_page_is_rendered_with_its_executed_output(built_book, doc):
+    html_file = built_book.html / f"{doc}.html"
+    assert html_file.exists(), f"{doc} 没有生成 HTML"
+    html = html_file.read_text(encoding="utf-8")
+    if has_code_cells(doc):
+        counter = _OutputCounter()
+        counter.feed(html)
+        assert counter.outputs > 0, f"{doc} 有代码单元，但 HTML 里没有任何执行输出"
+
+
+def test_index_page_shows_the_torch_version_it_was_built_with(built_book):
+    import torch
+
+    html = (built_book.html / "book" / "index.html").read_text(encoding="utf-8")
+    assert f"PyTorch {torch.__version__}" in html
+
+
+# ---------- 写作规矩 ----------
+
+_FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1\s*$", re.S | re.M)
+_MATH_OR_CODE = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$|\{glue[^}]*\}`[^`]*`|`[^`\n]*`", re.S)
+_LONG_DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d{3,}(?:e[+-]?\d+)?%?")
+
+
+def prose_of(text: str) -> str:
+    """去掉代码块、指令块、数学和行内代码/glue 之后剩下的正文。"""
+    return _MATH_OR_CODE.sub("", _FENCE.sub("", text))
+
+
+@pytest.mark.parametrize("doc", toc_files())
+def test_prose_has_no_hand_typed_computed_numbers(doc):
+    """正文里三位以上的小数只能来自 glue；表格里的也算正文。"""
+    found = _LONG_DECIMAL.findall(prose_of(page_source(doc)))
+    assert not found, f"{doc} 的正文里有手打的数字 {found}：请用 glue 填入"
+
+
+def test_prose_number_check_can_fail():
+    assert _LONG_DECIMAL.findall(prose_of("权重是 0.2454，而 {glue:text}`x:.4f` 不算。"))  == ["0.2454"]
+    assert not _LONG_DECIMAL.findall(prose_of("公式 $0.2454$ 与 `0.2454` 不算。"))
+
+
+def source_sentences(min_cjk: int = 15) -> list[str]:
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    parts = re.split(r"[。！？\n；]", SOURCE.read_text(encoding="utf-8"))
+    return [s.strip() for s in parts if len(cjk.findall(s)) >= min_cjk]
+
+
+@pytest.mark.skipif(not SOURCE.exists(), reason="源章节不在本机（只在开发机上检查）")
+def test_no_sentence_of_the_source_stands_word_for_word_in_the_book():
+    norm = lambda s: re.sub(r"\s+", "", s)  # noqa: E731
+    book = norm("\n".join(p.read_text(encoding="utf-8") for p in (REPO / "book").rglob("*.md")))
+    copied = [s for s in source_sentences() if norm(s) in book]
+    assert not copied, f"{len(copied)} 句源文原样出现在书里，例如：{copied[:3]}"
