@@ -1,10 +1,12 @@
-"""Scaled Dot-Product Attention 的四步与因果遮蔽（见第 2 节 Scaled Dot-Product Attention、第 3 节 因果遮蔽）。
+"""Scaled Dot-Product Attention 的四步与因果遮蔽
+（见第 2 节 Scaled Dot-Product Attention、第 3 节 因果遮蔽）。
 
 四步各是一个小函数，`scaled_dot_product_attention` 只是把它们串起来；
 书里别处（多头注意力、作业检查）都调用这里，数学只写一遍。
 
 mask 的约定（和正文一致）：1 / True 表示“可以看”，0 / False 表示“遮住”。
-传给 PyTorch 自带模块时，约定各不相同，请用 `to_nn_mha_mask` 和 `to_sdpa_mask` 转换。
+传给 PyTorch 自带模块时，约定各不相同，
+请用 `to_nn_mha_mask` 和 `to_sdpa_mask` 转换。
 """
 
 import math
@@ -24,45 +26,58 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     第 i 行第 j 列是 query i 与 key j 的点积。
     """
     if q.dim() < 2 or k.dim() < 2:
-        raise ValueError(f"q 和 k 至少要是二维 [seq, d_k]，收到 q 形状 {tuple(q.shape)}、k 形状 {tuple(k.shape)}")
+        raise ValueError(
+            "q 和 k 至少要是二维 [seq, d_k]，"
+            f"收到 q 形状 {tuple(q.shape)}、k 形状 {tuple(k.shape)}"
+        )
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
-            f"q 和 k 的最后一维（d_k）必须相等：q 的是 {q.shape[-1]}，k 的是 {k.shape[-1]}"
+            "q 和 k 的最后一维（d_k）必须相等："
+            f"q 的是 {q.shape[-1]}，k 的是 {k.shape[-1]}"
             f"（q 形状 {tuple(q.shape)}，k 形状 {tuple(k.shape)}）"
         )
     return q @ k.transpose(-2, -1)  # [..., seq_q, seq_k]
 
 
 def scale_scores(scores: torch.Tensor, d_k: int) -> torch.Tensor:
-    """第 2 步：除以 √d_k，把点积的方差拉回 1（见第 2 节 Scaled Dot-Product Attention「缩放」）。"""
+    """第 2 步：除以 √d_k，把点积的方差拉回 1
+    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    """
     return scores / math.sqrt(d_k)
 
 
 def softmax_weights(scores: torch.Tensor) -> torch.Tensor:
-    """第 3 步：对最后一维做 softmax，每行加起来等于 1（见第 2 节 Scaled Dot-Product Attention）。
+    """第 3 步：对最后一维做 softmax，每行加起来等于 1
+    （见第 2 节 Scaled Dot-Product Attention）。
 
     如果某一行全是 -inf（mask 把这个 query 能看的 key 全遮住了），
-    softmax 没有定义（PyTorch 会给出 NaN）：这里直接报 ValueError，并指出是哪几行。
+    softmax 没有定义（PyTorch 会给出 NaN）：
+    这里直接报 ValueError，并指出是哪几行。
     """
     dead = torch.isneginf(scores).all(dim=-1)  # [..., seq_q]：整行都是 -inf 的 query
     if dead.any():
         rows = [tuple(i) if len(i) > 1 else i[0] for i in dead.nonzero().tolist()]
         raise ValueError(
-            f"第 {', '.join(map(str, rows[:8]))} 行的所有 key 都被遮住（整行都是 -inf），"
-            f"对全 -inf 的一行做 softmax 没有定义（会得到 NaN）；每个 query 至少要能看到一个 key，"
-            f"例如因果 mask 的对角线必须是 1。（分数形状 {tuple(scores.shape)}，行号按 [..., seq_q] 计）"
+            f"第 {', '.join(map(str, rows[:8]))} 行的所有 key 都被遮住"
+            "（整行都是 -inf），"
+            "对全 -inf 的一行做 softmax 没有定义（会得到 NaN）；"
+            "每个 query 至少要能看到一个 key，"
+            "例如因果 mask 的对角线必须是 1。"
+            f"（分数形状 {tuple(scores.shape)}，行号按 [..., seq_q] 计）"
         )
     return F.softmax(scores, dim=-1)
 
 
 def weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """第 4 步：用注意力权重混合 V，output = A V（见第 2 节 Scaled Dot-Product Attention）。
+    """第 4 步：用注意力权重混合 V，output = A V
+    （见第 2 节 Scaled Dot-Product Attention）。
 
     weights: [..., seq_q, seq_k]，v: [..., seq_k, d_v] → [..., seq_q, d_v]。
     """
     if weights.shape[-1] != v.shape[-2]:
         raise ValueError(
-            f"权重的最后一维（seq_k = {weights.shape[-1]}）必须等于 v 的序列长度 v.shape[-2] = {v.shape[-2]}"
+            f"权重的最后一维（seq_k = {weights.shape[-1]}）"
+            f"必须等于 v 的序列长度 v.shape[-2] = {v.shape[-2]}"
         )
     return weights @ v  # [..., seq_q, d_v]
 
@@ -86,19 +101,23 @@ def _allowed(mask: torch.Tensor) -> torch.Tensor:
 
 
 def to_nn_mha_mask(mask: torch.Tensor) -> torch.Tensor:
-    """本书 mask → `nn.MultiheadAttention(attn_mask=...)` 的 bool mask（见第 3 节 因果遮蔽）。
+    """本书 mask → `nn.MultiheadAttention(attn_mask=...)` 的 bool mask
+    （见第 3 节 因果遮蔽）。
 
     映射：本书 1/True（可以看）→ False；本书 0/False（遮住）→ True。
-    也就是 `mask == 0`：nn.MultiheadAttention 与 nn.TransformerEncoderLayer 里 True 表示“不许看”。
+    也就是 `mask == 0`：nn.MultiheadAttention 与 nn.TransformerEncoderLayer 里
+    True 表示“不许看”。
     """
     return ~_allowed(mask)
 
 
 def to_sdpa_mask(mask: torch.Tensor) -> torch.Tensor:
-    """本书 mask → `F.scaled_dot_product_attention(attn_mask=...)` 的 bool mask（见第 3 节 因果遮蔽）。
+    """本书 mask → `F.scaled_dot_product_attention(attn_mask=...)` 的 bool mask
+    （见第 3 节 因果遮蔽）。
 
     映射：本书 1/True（可以看）→ True；本书 0/False（遮住）→ False。
-    F.scaled_dot_product_attention 的 bool mask 里 True 表示“可以参与注意力”，和本书同向。
+    F.scaled_dot_product_attention 的 bool mask 里 True 表示“可以参与注意力”，
+    和本书同向。
     """
     return _allowed(mask)
 
@@ -114,7 +133,9 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def check_mask_shape(mask: torch.Tensor, scores_shape) -> None:
-    """检查 mask 能否广播到分数形状 [..., seq_q, seq_k]，否则报 ValueError（见第 3 节 因果遮蔽）。"""
+    """检查 mask 能否广播到分数形状 [..., seq_q, seq_k]，否则报 ValueError
+    （见第 3 节 因果遮蔽）。
+    """
     scores_shape = tuple(scores_shape)
     try:
         broadcast = tuple(torch.broadcast_shapes(tuple(mask.shape), scores_shape))
@@ -122,8 +143,10 @@ def check_mask_shape(mask: torch.Tensor, scores_shape) -> None:
         broadcast = None
     if broadcast != scores_shape:
         raise ValueError(
-            f"mask 的形状 {tuple(mask.shape)} 无法广播到注意力分数的形状 {scores_shape}"
-            f"（[..., seq_q, seq_k]）；例如因果 mask 应为 ({scores_shape[-2]}, {scores_shape[-1]})"
+            f"mask 的形状 {tuple(mask.shape)} "
+            f"无法广播到注意力分数的形状 {scores_shape}"
+            "（[..., seq_q, seq_k]）；"
+            f"例如因果 mask 应为 ({scores_shape[-2]}, {scores_shape[-1]})"
         )
 
 
@@ -132,15 +155,18 @@ def check_mask_shape(mask: torch.Tensor, scores_shape) -> None:
 
 def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                  mask: torch.Tensor | None = None):
-    """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V（见第 2 节 Scaled Dot-Product Attention、第 3 节 因果遮蔽）。
+    """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V
+    （见第 2 节 Scaled Dot-Product Attention、第 3 节 因果遮蔽）。
 
-    q: [..., seq_q, d_k]，k: [..., seq_k, d_k]，v: [..., seq_k, d_v]，前面可以有任意 batch / head 维。
+    q: [..., seq_q, d_k]，k: [..., seq_k, d_k]，v: [..., seq_k, d_v]，
+    前面可以有任意 batch / head 维。
     mask: 可选，1 / True = 可以看，能广播到 [..., seq_q, seq_k]。
     返回 (output [..., seq_q, d_v], weights [..., seq_q, seq_k])。
     """
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
-            f"k 和 v 的序列长度必须相等：k.shape[-2] = {k.shape[-2]}，v.shape[-2] = {v.shape[-2]}"
+            "k 和 v 的序列长度必须相等："
+            f"k.shape[-2] = {k.shape[-2]}，v.shape[-2] = {v.shape[-2]}"
             f"（k 形状 {tuple(k.shape)}，v 形状 {tuple(v.shape)}）"
         )
     scores = attention_scores(q, k)             # [..., seq_q, seq_k]
@@ -156,7 +182,9 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
 
 @dataclass(frozen=True)
 class DotProductStat:
-    """一个 d_k 下点积的经验方差（见第 2 节 Scaled Dot-Product Attention「缩放」）。"""
+    """一个 d_k 下点积的经验方差
+    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    """
 
     d_k: int
     var_unscaled: float  # Var(q·k)，理论值 d_k
@@ -165,7 +193,8 @@ class DotProductStat:
 
 def dot_product_stats(d_k_values=(4, 16, 64, 256), n_samples: int = 10000,
                       seed: int = 0) -> list[DotProductStat]:
-    """用随机向量验证 Var(q·k) ≈ d_k、Var(q·k/√d_k) ≈ 1（见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    """用随机向量验证 Var(q·k) ≈ d_k、Var(q·k/√d_k) ≈ 1
+    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
 
     q、k 的每个分量独立取自 N(0, 1)；每个 d_k 抽 n_samples 对。
     使用独立的随机数生成器，不改变全局随机状态。
@@ -176,7 +205,11 @@ def dot_product_stats(d_k_values=(4, 16, 64, 256), n_samples: int = 10000,
         q = torch.randn(n_samples, d_k, generator=gen, dtype=torch.float64)
         k = torch.randn(n_samples, d_k, generator=gen, dtype=torch.float64)
         dots = (q * k).sum(dim=-1)  # [n_samples]
-        stats.append(DotProductStat(d_k, dots.var().item(), (dots / math.sqrt(d_k)).var().item()))
+        stats.append(DotProductStat(
+            d_k,
+            dots.var().item(),
+            (dots / math.sqrt(d_k)).var().item(),
+        ))
     return stats
 
 
@@ -185,7 +218,8 @@ class SoftmaxSaturation:
     """缩放前后 softmax 的对比（见第 2 节 Scaled Dot-Product Attention「缩放」）。
 
     scores / weights 等是一次“典型”抽样（未缩放最大权重处在所有抽样的中位数）；
-    grad_norm 是 softmax 雅可比矩阵 ∂weights/∂scores 的 Frobenius 范数：越接近 0，梯度越小。
+    grad_norm 是 softmax 雅可比矩阵 ∂weights/∂scores 的 Frobenius 范数：
+    越接近 0，梯度越小。
     median_* 是 n_trials 次抽样的中位数。
     """
 
@@ -214,7 +248,8 @@ def _softmax_jacobian_norm(p: torch.Tensor) -> torch.Tensor:
 
 def softmax_saturation(d_k: int = 64, n_keys: int = 8, seed: int = 0,
                        n_trials: int = 1000) -> SoftmaxSaturation:
-    """不缩放时 softmax 接近 one-hot、梯度接近 0；缩放后分布展开（见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    """不缩放时 softmax 接近 one-hot、梯度接近 0；缩放后分布展开
+    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
 
     每次抽样：一个 query 和 n_keys 个 key，分量独立取自 N(0, 1)。
     """
@@ -231,5 +266,6 @@ def softmax_saturation(d_k: int = 64, n_keys: int = 8, seed: int = 0,
         d_k, n_keys, n_trials,
         scores[i], scaled[i], p[i], ps[i],
         max_w[i].item(), max_ws[i].item(), g[i].item(), gs[i].item(),
-        max_w.median().item(), max_ws.median().item(), g.median().item(), gs.median().item(),
+        max_w.median().item(), max_ws.median().item(),
+        g.median().item(), gs.median().item(),
     )

@@ -19,7 +19,8 @@ UNK_ID: int = VOCAB["[UNK]"]
 
 
 def encode(words: str | list[str] | tuple[str, ...]) -> list[int]:
-    """把词序列变成 token id 列表；词表外的词记作 [UNK]（见第 1 节 Attention 的直觉）。
+    """把词序列变成 token id 列表；词表外的词记作 [UNK]
+    （见第 1 节 Attention 的直觉）。
 
     words 可以是一个字符串（按空白切分），也可以是词的列表。
     """
@@ -62,7 +63,8 @@ class ToyExample:
 
 def make_toy_example(words=("the", "cat", "sat"), d_model: int = 4, d_k: int = 4,
                      seed: int = 42) -> ToyExample:
-    """按正文的顺序造出 X、Q、K、V（见第 1 节 Attention 的直觉、第 2 节 Scaled Dot-Product Attention）。
+    """按正文的顺序造出 X、Q、K、V
+    （见第 1 节 Attention 的直觉、第 2 节 Scaled Dot-Product Attention）。
 
     顺序是：设种子 → nn.Embedding → 三个 nn.Linear（W_Q、W_K、W_V）。
     顺序一变，随机数就被别的参数取走，数字就和正文对不上了。

@@ -1,4 +1,5 @@
-"""附录的梯度实验：从最后一个位置反向传播，看梯度能否传回开头（见附录 RNN 与 Transformer 对比）。
+"""附录的梯度实验：从最后一个位置反向传播，看梯度能否传回开头
+（见附录 RNN 与 Transformer 对比）。
 
 两种模型都直接用 PyTorch 自带模块（nn.RNN、nn.MultiheadAttention），种子 42，
 创建顺序与正文一致，所以 loss、梯度范数和 0.000% / 42.973% 都能复现。
@@ -14,7 +15,9 @@ from .attention import causal_mask, to_nn_mha_mask
 
 @dataclass(frozen=True, eq=False)
 class RNNGradients:
-    """一次 RNN 梯度实验的全部结果（见附录 RNN 与 Transformer 对比「实验第 1–4 步」）。"""
+    """一次 RNN 梯度实验的全部结果
+    （见附录 RNN 与 Transformer 对比「实验第 1–4 步」）。
+    """
 
     model: nn.RNN
     x: torch.Tensor           # [1, seq_len, input_dim]，叶子张量，x.grad 已填好
@@ -24,36 +27,52 @@ class RNNGradients:
     grad_norms: torch.Tensor  # [seq_len]，每个输入位置的梯度范数
 
 
-def rnn_input_gradients(seq_len: int = 80, input_dim: int = 4, hidden_dim: int = 8,
-                        seed: int = 42, dtype: torch.dtype = torch.float32) -> RNNGradients:
-    """nn.RNN 只用最后一步的输出做 loss，反传后看每个输入位置的梯度（见附录 RNN 与 Transformer 对比「实验第 3 步」）。
+def rnn_input_gradients(
+    seq_len: int = 80,
+    input_dim: int = 4,
+    hidden_dim: int = 8,
+    seed: int = 42,
+    dtype: torch.dtype = torch.float32,
+) -> RNNGradients:
+    """nn.RNN 只用最后一步的输出做 loss，反传后看每个输入位置的梯度
+    （见附录 RNN 与 Transformer 对比「实验第 3 步」）。
 
     loss = outputs[:, -1, :].pow(2).mean()。dtype 默认 float32（与正文一致）；
     传 torch.float64 时参数和输入按同样的种子生成再转换，只是算得更精确。
     """
     torch.manual_seed(seed)
-    model = nn.RNN(input_dim, hidden_dim, num_layers=1, nonlinearity="tanh", batch_first=True)
+    model = nn.RNN(
+        input_dim, hidden_dim, num_layers=1, nonlinearity="tanh", batch_first=True
+    )
     x = torch.randn(1, seq_len, input_dim)
     model, x = model.to(dtype), x.to(dtype).requires_grad_()
     outputs, h_last = model(x)                 # [1, seq, hidden], [1, 1, hidden]
     loss = outputs[:, -1, :].pow(2).mean()
     loss.backward()
     grad_norms = x.grad.norm(dim=-1)[0].detach()  # [seq_len]
-    return RNNGradients(model, x, outputs.detach(), h_last.detach(), loss.item(), grad_norms)
+    return RNNGradients(
+        model, x, outputs.detach(), h_last.detach(), loss.item(), grad_norms
+    )
 
 
-def rnn_length_sweep(lengths=(10, 20, 40, 80), input_dim: int = 4, hidden_dim: int = 8,
-                     seed: int = 42) -> dict[int, torch.Tensor]:
-    """同样配置的 RNN 换不同序列长度，每次都重新设种子（见附录 RNN 与 Transformer 对比「实验第 5 步」）。
+def rnn_length_sweep(lengths=(10, 20, 40, 80), input_dim: int = 4,
+                     hidden_dim: int = 8, seed: int = 42) -> dict[int, torch.Tensor]:
+    """同样配置的 RNN 换不同序列长度，每次都重新设种子
+    （见附录 RNN 与 Transformer 对比「实验第 5 步」）。
 
     返回 {长度: 每个位置的梯度范数 [长度]}。
     """
-    return {n: rnn_input_gradients(n, input_dim, hidden_dim, seed).grad_norms for n in lengths}
+    return {
+        n: rnn_input_gradients(n, input_dim, hidden_dim, seed).grad_norms
+        for n in lengths
+    }
 
 
 @dataclass(frozen=True, eq=False)
 class AttentionGradients:
-    """一次注意力梯度实验的全部结果（见附录 RNN 与 Transformer 对比「实验第 6 步」）。"""
+    """一次注意力梯度实验的全部结果
+    （见附录 RNN 与 Transformer 对比「实验第 6 步」）。
+    """
 
     model: nn.MultiheadAttention
     x: torch.Tensor                   # [1, seq_len, embed_dim]，x.grad 已填好
@@ -64,18 +83,30 @@ class AttentionGradients:
     last_token_weights: torch.Tensor  # [seq_len]，最后一个 query 的权重（各头平均）
 
 
-def attention_input_gradients(seq_len: int = 80, embed_dim: int = 8, num_heads: int = 2,
-                              seed: int = 42, dtype: torch.dtype = torch.float32) -> AttentionGradients:
-    """nn.MultiheadAttention（带因果 mask）只用最后一个位置做 loss，看每个输入位置的梯度（见附录「实验第 6 步」）。
+def attention_input_gradients(
+    seq_len: int = 80,
+    embed_dim: int = 8,
+    num_heads: int = 2,
+    seed: int = 42,
+    dtype: torch.dtype = torch.float32,
+) -> AttentionGradients:
+    """nn.MultiheadAttention（带因果 mask）只用最后一个位置做 loss，
+    看每个输入位置的梯度（见附录「实验第 6 步」）。
 
-    mask 由 `causal_mask` 经 `to_nn_mha_mask` 转换（True = 不许看，即上三角），与正文的 torch.triu 相同。
+    mask 由 `causal_mask` 经 `to_nn_mha_mask` 转换（True = 不许看，即上三角），
+    与正文的 torch.triu 相同。
     """
     torch.manual_seed(seed)
     model = nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)
     x = torch.randn(1, seq_len, embed_dim)
     model, x = model.to(dtype), x.to(dtype).requires_grad_()
     attn_mask = to_nn_mha_mask(causal_mask(seq_len))  # [seq, seq]，True = 遮住
-    out, weights = model(x, x, x, attn_mask=attn_mask, need_weights=True, average_attn_weights=False)
+    out, weights = model(
+        x, x, x,
+        attn_mask=attn_mask,
+        need_weights=True,
+        average_attn_weights=False,
+    )
     loss = out[:, -1, :].pow(2).mean()
     loss.backward()
     weights = weights[0].detach()  # [heads, seq, seq]
@@ -86,33 +117,52 @@ def attention_input_gradients(seq_len: int = 80, embed_dim: int = 8, num_heads: 
 
 
 def cumulative_mass(grad_norms: torch.Tensor) -> torch.Tensor:
-    """梯度的累计占比：先归一化成总和为 1，再累加（见附录 RNN 与 Transformer 对比「梯度累计分布」）。"""
+    """梯度的累计占比：先归一化成总和为 1，再累加
+    （见附录 RNN 与 Transformer 对比「梯度累计分布」）。
+    """
     mass = grad_norms / grad_norms.sum()
     return torch.cumsum(mass, dim=0)
 
 
 def first_half_share(grad_norms: torch.Tensor) -> float:
-    """前 seq_len // 2 个位置拿到的梯度占总量的比例，0..1（见附录 RNN 与 Transformer 对比「梯度累计分布」）。"""
+    """前 seq_len // 2 个位置拿到的梯度占总量的比例，0..1
+    （见附录 RNN 与 Transformer 对比「梯度累计分布」）。
+    """
     half = grad_norms.shape[0] // 2
     return (grad_norms[:half].sum() / grad_norms.sum()).item()
 
 
 @dataclass(frozen=True)
 class FirstPositionVsLength:
-    """不同长度下位置 0 的梯度范数（见附录 RNN 与 Transformer 对比，正文之外的补充实验）。"""
+    """不同长度下位置 0 的梯度范数
+    （见附录 RNN 与 Transformer 对比，正文之外的补充实验）。
+    """
 
     lengths: tuple[int, ...]
     rnn: tuple[float, ...]
     attention: tuple[float, ...]
 
 
-def first_position_gradient_vs_length(lengths=(10, 20, 40, 80, 160), seed: int = 42,
-                                      dtype: torch.dtype = torch.float32) -> FirstPositionVsLength:
-    """序列变长时，最早位置收到的梯度：RNN 按指数衰减，注意力只是被更多位置分摊（见附录 RNN 与 Transformer 对比）。
+def first_position_gradient_vs_length(
+    lengths=(10, 20, 40, 80, 160),
+    seed: int = 42,
+    dtype: torch.dtype = torch.float32,
+) -> FirstPositionVsLength:
+    """序列变长时，最早位置收到的梯度：RNN 按指数衰减，注意力只是被更多位置分摊
+    （见附录 RNN 与 Transformer 对比）。
 
-    两种模型都用附录的配置与种子。float32 下 RNN 在长度 160 时梯度会小于最小可表示的数而下溢成 0。
+    两种模型都用附录的配置与种子。float32 下 RNN 在长度 160 时，
+    位置 0 的梯度 x.grad 约为 1e-36，本身仍能用 float32 表示；
+    但求范数要先把各分量平方（约 1e-72），小于 float32 能表示的最小正数，
+    所以范数在 float32 下溢为 0。
     """
     lengths = tuple(lengths)
-    rnn = tuple(rnn_input_gradients(n, seed=seed, dtype=dtype).grad_norms[0].item() for n in lengths)
-    attn = tuple(attention_input_gradients(n, seed=seed, dtype=dtype).grad_norms[0].item() for n in lengths)
+    rnn = tuple(
+        rnn_input_gradients(n, seed=seed, dtype=dtype).grad_norms[0].item()
+        for n in lengths
+    )
+    attn = tuple(
+        attention_input_gradients(n, seed=seed, dtype=dtype).grad_norms[0].item()
+        for n in lengths
+    )
     return FirstPositionVsLength(lengths, rnn, attn)

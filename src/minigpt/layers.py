@@ -1,4 +1,5 @@
-"""多头注意力、前馈网络与 Transformer Block（见第 4 节 多头注意力、第 5 节 FFN、第 6 节 Transformer Block 的组装）。
+"""多头注意力、前馈网络与 Transformer Block
+（见第 4 节 多头注意力、第 5 节 FFN、第 6 节 Transformer Block 的组装）。
 
 写法参照 nanoGPT 的 model.py：一个类只讲一件事，forward 尽量短。
 注意力的数学只在 `minigpt.attention.scaled_dot_product_attention` 里写一遍。
@@ -14,23 +15,30 @@ from .attention import scaled_dot_product_attention
 def _check_heads(d_model: int, num_heads: int) -> None:
     if num_heads < 1 or d_model % num_heads != 0:
         raise ValueError(
-            f"d_model 必须能被 num_heads 整除：d_model = {d_model}，num_heads = {num_heads}"
-            f"（{d_model} % {num_heads} = {d_model % num_heads if num_heads else '无定义'}，期望为 0）"
+            "d_model 必须能被 num_heads 整除："
+            f"d_model = {d_model}，num_heads = {num_heads}"
+            f"（{d_model} % {num_heads} = "
+            f"{d_model % num_heads if num_heads else '无定义'}，期望为 0）"
         )
 
 
 def _check_input(x: torch.Tensor, d_model: int) -> None:
     if x.dim() != 3:
         raise ValueError(
-            f"x 应是三维 [batch, seq_len, d_model]，收到 {x.dim()} 维、形状 {tuple(x.shape)}；"
+            "x 应是三维 [batch, seq_len, d_model]，"
+            f"收到 {x.dim()} 维、形状 {tuple(x.shape)}；"
             f"单个句子请用 x.unsqueeze(0) 加上 batch 维"
         )
     if x.shape[-1] != d_model:
-        raise ValueError(f"x 的最后一维应等于 d_model = {d_model}，收到 {x.shape[-1]}（x 形状 {tuple(x.shape)}）")
+        raise ValueError(
+            f"x 的最后一维应等于 d_model = {d_model}，"
+            f"收到 {x.shape[-1]}（x 形状 {tuple(x.shape)}）"
+        )
 
 
 class MultiHeadAttention(nn.Module):
-    """多头自注意力：一个大矩阵投影，拆成 num_heads 个头各算一次 Attention（见第 4 节 多头注意力）。
+    """多头自注意力：一个大矩阵投影，拆成 num_heads 个头各算一次 Attention
+    （见第 4 节 多头注意力）。
 
     传入因果 mask 时就是 GPT 用的因果自注意力（见第 3 节 因果遮蔽）。
     """
@@ -48,32 +56,42 @@ class MultiHeadAttention(nn.Module):
         self.W_O = nn.Linear(d_model, d_model)  # 拼回后的输出投影
 
     def split_heads(self, t: torch.Tensor) -> torch.Tensor:
-        """[batch, seq, d_model] → [batch, heads, seq, d_k]：只是换个形状看同一块内存（见第 4 节 多头注意力）。"""
+        """[batch, seq, d_model] → [batch, heads, seq, d_k]：
+        只是换个形状看同一块内存（见第 4 节 多头注意力）。
+        """
         batch, seq, _ = t.shape
         return t.view(batch, seq, self.num_heads, self.d_k).transpose(1, 2)
 
     def merge_heads(self, t: torch.Tensor) -> torch.Tensor:
-        """[batch, heads, seq, d_k] → [batch, seq, d_model]：把各头的输出拼回来（见第 4 节 多头注意力）。"""
+        """[batch, heads, seq, d_k] → [batch, seq, d_model]：
+        把各头的输出拼回来（见第 4 节 多头注意力）。
+        """
         batch, _, seq, _ = t.shape
         return t.transpose(1, 2).contiguous().view(batch, seq, self.d_model)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_weights: bool = False):
-        """x: [batch, seq, d_model] → [batch, seq, d_model]（见第 4 节 多头注意力「完整的数据流」）。
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                return_weights: bool = False):
+        """x: [batch, seq, d_model] → [batch, seq, d_model]
+        （见第 4 节 多头注意力「完整的数据流」）。
 
-        mask: 1 / True = 可以看；形状 [seq, seq]，或能广播到 [batch, heads, seq, seq]（如 [1, 1, seq, seq]）。
+        mask: 1 / True = 可以看；形状 [seq, seq]，
+        或能广播到 [batch, heads, seq, seq]（如 [1, 1, seq, seq]）。
         return_weights=True 时另外返回每个头的权重 [batch, heads, seq, seq]。
         """
         _check_input(x, self.d_model)
         q = self.split_heads(self.W_Q(x))  # [batch, heads, seq, d_k]
         k = self.split_heads(self.W_K(x))  # [batch, heads, seq, d_k]
         v = self.split_heads(self.W_V(x))  # [batch, heads, seq, d_k]
-        out, weights = scaled_dot_product_attention(q, k, v, mask)  # [batch, heads, seq, d_k]
+        # out: [batch, heads, seq, d_k]，weights: [batch, heads, seq, seq]
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
         out = self.W_O(self.merge_heads(out))  # [batch, seq, d_model]
         return (out, weights) if return_weights else out
 
 
 class AttentionHead(nn.Module):
-    """单个注意力头：自己的一组 W_Q、W_K、W_V，各是 d_model → d_k（见第 4 节 多头注意力「什么是“头”」）。"""
+    """单个注意力头：自己的一组 W_Q、W_K、W_V，各是 d_model → d_k
+    （见第 4 节 多头注意力「什么是“头”」）。
+    """
 
     def __init__(self, d_model: int, d_k: int):
         super().__init__()
@@ -82,14 +100,20 @@ class AttentionHead(nn.Module):
         self.W_V = nn.Linear(d_model, d_k)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None):
-        """x: [batch, seq, d_model] → (输出 [batch, seq, d_k], 权重 [batch, seq, seq])。"""
-        return scaled_dot_product_attention(self.W_Q(x), self.W_K(x), self.W_V(x), mask)
+        """x: [batch, seq, d_model] →
+        (输出 [batch, seq, d_k], 权重 [batch, seq, seq])。
+        """
+        return scaled_dot_product_attention(
+            self.W_Q(x), self.W_K(x), self.W_V(x), mask
+        )
 
 
 class NaiveMultiHeadAttention(nn.Module):
-    """多头注意力的“直白写法”：每个头一组独立的小矩阵，算完拼接再过 W_O（见第 4 节 多头注意力「多头在代码里怎么实现」）。
+    """多头注意力的“直白写法”：每个头一组独立的小矩阵，算完拼接再过 W_O
+    （见第 4 节 多头注意力「多头在代码里怎么实现」）。
 
-    和 `MultiHeadAttention` 在数学上完全等价：大矩阵的第 h 段行就是第 h 个头的小矩阵，
+    和 `MultiHeadAttention` 在数学上完全等价：
+    大矩阵的第 h 段行就是第 h 个头的小矩阵，
     见 `from_fused`。mask 形状为 [seq, seq] 或 [batch, seq, seq]，所有头共用。
     """
 
@@ -99,14 +123,18 @@ class NaiveMultiHeadAttention(nn.Module):
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_k = d_model // num_heads
-        self.heads = nn.ModuleList(AttentionHead(d_model, self.d_k) for _ in range(num_heads))
+        self.heads = nn.ModuleList(
+            AttentionHead(d_model, self.d_k) for _ in range(num_heads)
+        )
         self.W_O = nn.Linear(d_model, d_model)
 
     @classmethod
     def from_fused(cls, mha: MultiHeadAttention) -> "NaiveMultiHeadAttention":
-        """把合并写法的权重按头切开，复制成直白写法；两者输出相同（见第 4 节 多头注意力）。
+        """把合并写法的权重按头切开，复制成直白写法；两者输出相同
+        （见第 4 节 多头注意力）。
 
-        nn.Linear 的 weight 形状是 [out, in]：第 h 个头拿 W_Q.weight 的第 h·d_k .. (h+1)·d_k 行和对应的偏置。
+        nn.Linear 的 weight 形状是 [out, in]：
+        第 h 个头拿 W_Q.weight 的第 h·d_k .. (h+1)·d_k 行和对应的偏置。
         """
         ref = mha.W_O.weight
         naive = cls(mha.d_model, mha.num_heads).to(dtype=ref.dtype, device=ref.device)
@@ -120,19 +148,26 @@ class NaiveMultiHeadAttention(nn.Module):
             naive.W_O.load_state_dict(mha.W_O.state_dict())
         return naive
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_weights: bool = False):
-        """x: [batch, seq, d_model] → [batch, seq, d_model]；可选返回权重 [batch, heads, seq, seq]。"""
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                return_weights: bool = False):
+        """x: [batch, seq, d_model] → [batch, seq, d_model]；
+        可选返回权重 [batch, heads, seq, seq]。
+        """
         _check_input(x, self.d_model)
-        results = [head(x, mask) for head in self.heads]          # 每个：([batch, seq, d_k], [batch, seq, seq])
-        out = torch.cat([o for o, _ in results], dim=-1)         # [batch, seq, d_model]
-        out = self.W_O(out)                                      # [batch, seq, d_model]
+        # 每个：([batch, seq, d_k], [batch, seq, seq])
+        results = [head(x, mask) for head in self.heads]
+        out = torch.cat([o for o, _ in results], dim=-1)  # [batch, seq, d_model]
+        out = self.W_O(out)                               # [batch, seq, d_model]
         if return_weights:
-            return out, torch.stack([w for _, w in results], dim=1)  # [batch, heads, seq, seq]
+            # [batch, heads, seq, seq]
+            return out, torch.stack([w for _, w in results], dim=1)
         return out
 
 
 class FeedForward(nn.Module):
-    """前馈网络：Linear 升维 → ReLU → Linear 降维，每个位置各算各的（见第 5 节 FFN）。"""
+    """前馈网络：Linear 升维 → ReLU → Linear 降维，每个位置各算各的
+    （见第 5 节 FFN）。
+    """
 
     def __init__(self, d_model: int, d_ff: int | None = None):
         super().__init__()
@@ -148,13 +183,17 @@ class FeedForward(nn.Module):
 
 
 def feedforward_num_params(d_model: int, d_ff: int | None = None) -> int:
-    """FFN 的参数量 = 2·d_model·d_ff + d_ff + d_model（两个权重矩阵加两组偏置）（见第 5 节 FFN、作业 3）。"""
+    """FFN 的参数量 = 2·d_model·d_ff + d_ff + d_model（两个权重矩阵加两组偏置）
+    （见第 5 节 FFN、作业 3）。
+    """
     d_ff = d_ff or 4 * d_model
     return (d_ff * d_model + d_ff) + (d_model * d_ff + d_model)
 
 
 class TransformerBlock(nn.Module):
-    """Post-LN Transformer Block：Attention + FFN，各带残差连接与 LayerNorm（见第 6 节 Transformer Block 的组装）。"""
+    """Post-LN Transformer Block：Attention + FFN，各带残差连接与 LayerNorm
+    （见第 6 节 Transformer Block 的组装）。
+    """
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int | None = None):
         super().__init__()
@@ -163,8 +202,11 @@ class TransformerBlock(nn.Module):
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """x: [batch, seq, d_model] → [batch, seq, d_model]；mask 原样交给注意力，FFN 不需要 mask。"""
+    def forward(self, x: torch.Tensor,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x: [batch, seq, d_model] → [batch, seq, d_model]；
+        mask 原样交给注意力，FFN 不需要 mask。
+        """
         x = self.norm1(x + self.attention(x, mask))  # 看上下文 + 残差 + Norm
         x = self.norm2(x + self.ffn(x))              # 逐位置加工 + 残差 + Norm
         return x

@@ -5,7 +5,8 @@
   在 notebook 里写 `fig = plots.xxx(...)`，单元格结束时图会显示一次；
   不要让调用本身成为单元格的最后一个表达式，否则会显示两次。
 - 导入本模块时显式加载 Noto Sans CJK 字体（不依赖 matplotlib 的字体缓存），
-  并设置 `axes.unicode_minus=False` 与固定的 `svg.hashsalt`，保证中文不缺字、输出可复现。
+  并设置 `axes.unicode_minus=False` 与固定的 `svg.hashsalt`，
+  保证中文不缺字、输出可复现。
 - 热力图：行 = query（正在看的 token），列 = key（被看的 token），格子里标两位小数。
 """
 
@@ -26,7 +27,8 @@ from .experiments import cumulative_mass, first_half_share
 
 FONT_FAMILY = "Noto Sans CJK SC"
 FONT_CANDIDATES = (
-    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",  # Debian / Ubuntu: fonts-noto-cjk
+    # Debian / Ubuntu: fonts-noto-cjk
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
     "/usr/share/fonts/noto-cjk/NotoSansCJK-Regular.ttc",
     "/usr/share/fonts/google-noto-cjk/NotoSansCJK-Regular.ttc",
 )
@@ -44,10 +46,14 @@ def setup_chinese_font() -> str:
     path = next((p for p in candidates if p and Path(p).is_file()), None)
     if path is None:
         raise RuntimeError(
-            "找不到中文字体 Noto Sans CJK（查找过：" + "、".join(FONT_CANDIDATES) + "）。"
-            "请先安装：apt-get install fonts-noto-cjk（或用环境变量 MINIGPT_CJK_FONT 指向字体文件）"
+            "找不到中文字体 Noto Sans CJK（查找过："
+            + "、".join(FONT_CANDIDATES)
+            + "）。"
+            "请先安装：apt-get install fonts-noto-cjk"
+            "（或用环境变量 MINIGPT_CJK_FONT 指向字体文件）"
         )
-    if not any(f.fname == path and f.name == FONT_FAMILY for f in font_manager.fontManager.ttflist):
+    if not any(f.fname == path and f.name == FONT_FAMILY
+               for f in font_manager.fontManager.ttflist):
         font_manager.fontManager.addfont(path)
     matplotlib.rcParams.update({
         "font.family": "sans-serif",
@@ -80,15 +86,18 @@ def _cell_text(value: float) -> str:
     return f"{value:.2f}"
 
 
-def _draw_heatmap(ax, values: np.ndarray, row_labels, col_labels, vmin, vmax, cmap=HEATMAP_CMAP):
+def _draw_heatmap(ax, values: np.ndarray, row_labels, col_labels, vmin, vmax,
+                  cmap=HEATMAP_CMAP):
     """在 ax 上画一张带数字的热力图，返回 imshow 的结果（给 colorbar 用）。"""
-    cmap = matplotlib.colormaps[cmap].with_extremes(bad="#bdbdbd") if isinstance(cmap, str) else cmap
+    cmap = (matplotlib.colormaps[cmap].with_extremes(bad="#bdbdbd")
+            if isinstance(cmap, str) else cmap)
     shown = np.ma.masked_invalid(values)
     im = ax.imshow(shown, cmap=cmap, vmin=vmin, vmax=vmax)
     for (i, j), v in np.ndenumerate(values):
         r, g, b, _ = cmap(im.norm(v)) if math.isfinite(v) else (0.74, 0.74, 0.74, 1)
         color = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
-        ax.text(j, i, _cell_text(v), ha="center", va="center", color=color, fontsize=9)
+        ax.text(j, i, _cell_text(v), ha="center", va="center",
+                color=color, fontsize=9)
     ax.set_xticks(range(values.shape[1]), labels=list(col_labels))
     ax.set_yticks(range(values.shape[0]), labels=list(row_labels))
     ax.set_xlabel("key（被看的 token）")
@@ -96,14 +105,16 @@ def _draw_heatmap(ax, values: np.ndarray, row_labels, col_labels, vmin, vmax, cm
     return im
 
 
-# ---------------------------------------------------------------- 第 2、3、4 节：热力图
+# ------------------------------------------------------------ 第 2、3、4 节：热力图
 
 
-def attention_heatmap(weights, row_labels, col_labels, title=None, ax=None, vmin=0.0, vmax=1.0) -> Figure:
+def attention_heatmap(weights, row_labels, col_labels, title=None, ax=None,
+                      vmin=0.0, vmax=1.0) -> Figure:
     """注意力权重热力图，每格标两位小数（见第 2 节 Scaled Dot-Product Attention）。
 
     weights: [seq_q, seq_k]。画分数而不是权重时可传 vmin=None, vmax=None 自动取范围；
-    -inf（被遮住的分数）显示为灰色并标 “-∞”。传入 ax 时画在 ax 上并返回它所在的 Figure。
+    -inf（被遮住的分数）显示为灰色并标 “-∞”。
+    传入 ax 时画在 ax 上并返回它所在的 Figure。
     """
     values = _np(weights)
     fig, ax = _new(figsize=(4.8, 4.0)) if ax is None else (ax.figure, ax)
@@ -117,7 +128,8 @@ def attention_heatmap(weights, row_labels, col_labels, title=None, ax=None, vmin
 def masked_vs_unmasked(before, after, labels) -> Figure:
     """遮蔽前后的注意力权重并排对比（见第 3 节 因果遮蔽）。"""
     fig, axes = _new(1, 2, figsize=(7.0, 3.6))
-    for ax, w, title in zip(axes, (before, after), ("无遮蔽：能看到未来", "因果遮蔽：只看自己和前面")):
+    for ax, w, title in zip(axes, (before, after),
+                            ("无遮蔽：能看到未来", "因果遮蔽：只看自己和前面")):
         im = _draw_heatmap(ax, _np(w), labels, labels, 0.0, 1.0)
         ax.set_title(title)
     axes[1].set_ylabel("")
@@ -131,7 +143,8 @@ def mask_matrix(mask, labels) -> Figure:
     fig, ax = _new(figsize=(3.8, 3.4))
     ax.imshow(values, cmap=ListedColormap(["#9e9e9e", "#2a9d8f"]), vmin=0, vmax=1)
     for (i, j), v in np.ndenumerate(values):
-        ax.text(j, i, "1" if v else "0", ha="center", va="center", color="white", fontsize=12)
+        ax.text(j, i, "1" if v else "0", ha="center", va="center",
+                color="white", fontsize=12)
     ax.set_xticks(range(len(labels)), labels=list(labels))
     ax.set_yticks(range(len(labels)), labels=list(labels))
     ax.set_xlabel("key（被看的 token）")
@@ -149,7 +162,9 @@ def head_weights(weights_per_head, labels) -> Figure:
     if values.ndim == 4:
         values = values[0]
     heads = values.shape[0]
-    fig, axes = _new(1, heads, figsize=(min(3.4 * heads + 0.8, 10.0), 3.6), squeeze=False)
+    fig, axes = _new(
+        1, heads, figsize=(min(3.4 * heads + 0.8, 10.0), 3.6), squeeze=False
+    )
     for h, ax in enumerate(axes[0]):
         im = _draw_heatmap(ax, values[h], labels, labels, 0.0, 1.0)
         ax.set_title(f"头 {h + 1}")
@@ -159,20 +174,24 @@ def head_weights(weights_per_head, labels) -> Figure:
     return fig
 
 
-# ---------------------------------------------------------------- 第 2 节：为什么是 √d_k
+# ------------------------------------------------------------ 第 2 节：为什么是 √d_k
 
 
 def variance_vs_dk(stats) -> Figure:
-    """点积方差随 d_k 增长，除以 √d_k 后回到 1（见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    """点积方差随 d_k 增长，除以 √d_k 后回到 1
+    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
 
     stats: `attention.dot_product_stats` 的结果。
     """
     d = np.array([s.d_k for s in stats], dtype=float)
     fig, ax = _new()
     ax.plot(d, d, color="gray", linewidth=5, alpha=0.35, label="理论值 d_k")
-    ax.plot(d, np.ones_like(d), color="gray", linewidth=5, alpha=0.35, linestyle=":", label="理论值 1")
-    ax.plot(d, [s.var_unscaled for s in stats], "o-", color=RNN_COLOR, label="Var(q·k)：不缩放")
-    ax.plot(d, [s.var_scaled for s in stats], "s-", color=ATTN_COLOR, label="Var(q·k / √d_k)：缩放后")
+    ax.plot(d, np.ones_like(d), color="gray", linewidth=5, alpha=0.35, linestyle=":",
+            label="理论值 1")
+    ax.plot(d, [s.var_unscaled for s in stats], "o-", color=RNN_COLOR,
+            label="Var(q·k)：不缩放")
+    ax.plot(d, [s.var_scaled for s in stats], "s-", color=ATTN_COLOR,
+            label="Var(q·k / √d_k)：缩放后")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xticks(d, labels=[str(int(x)) for x in d])
@@ -185,7 +204,8 @@ def variance_vs_dk(stats) -> Figure:
 
 
 def softmax_saturation_plot(result) -> Figure:
-    """同一组分数缩放前后的 softmax 权重对比（见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    """同一组分数缩放前后的 softmax 权重对比
+    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
 
     result: `attention.softmax_saturation` 的结果。
     """
@@ -193,7 +213,8 @@ def softmax_saturation_plot(result) -> Figure:
     keys = np.arange(result.n_keys)
     panels = (
         (result.weights, result.max_weight, result.grad_norm, "不缩放", RNN_COLOR),
-        (result.scaled_weights, result.scaled_max_weight, result.scaled_grad_norm, "除以 √d_k", ATTN_COLOR),
+        (result.scaled_weights, result.scaled_max_weight, result.scaled_grad_norm,
+         "除以 √d_k", ATTN_COLOR),
     )
     for ax, (w, top, grad, name, color) in zip(axes, panels):
         ax.bar(keys, _np(w), color=color)
@@ -211,7 +232,9 @@ def softmax_saturation_plot(result) -> Figure:
 
 
 def gradient_curve(grad_norms, title, logy=False) -> Figure:
-    """每个输入位置的梯度范数曲线（见附录 RNN 与 Transformer 对比「实验第 4 步」）。"""
+    """每个输入位置的梯度范数曲线
+    （见附录 RNN 与 Transformer 对比「实验第 4 步」）。
+    """
     g = _np(grad_norms)
     pos = np.arange(len(g))
     fig, ax = _new()
@@ -227,7 +250,8 @@ def gradient_curve(grad_norms, title, logy=False) -> Figure:
 
 
 def length_sweep(results) -> Figure:
-    """不同序列长度下 RNN 的梯度，横轴为相对位置，纵轴对数（见附录 RNN 与 Transformer 对比「实验第 5 步」）。
+    """不同序列长度下 RNN 的梯度，横轴为相对位置，纵轴对数
+    （见附录 RNN 与 Transformer 对比「实验第 5 步」）。
 
     results: {长度: 梯度范数}，即 `experiments.rnn_length_sweep` 的结果。
     """
@@ -244,9 +268,12 @@ def length_sweep(results) -> Figure:
 
 
 def rnn_vs_attention(rnn_grads, attn_grads) -> Figure:
-    """RNN 与注意力从最后一个位置反传的梯度对比，纵轴对数（见附录 RNN 与 Transformer 对比）。"""
+    """RNN 与注意力从最后一个位置反传的梯度对比，纵轴对数
+    （见附录 RNN 与 Transformer 对比）。
+    """
     fig, ax = _new()
-    for g, name, color in ((rnn_grads, "RNN", RNN_COLOR), (attn_grads, "Attention", ATTN_COLOR)):
+    for g, name, color in ((rnn_grads, "RNN", RNN_COLOR),
+                           (attn_grads, "Attention", ATTN_COLOR)):
         g = _np(g)
         ax.plot(np.arange(len(g)), g, label=name, color=color)
     ax.set_yscale("log")
@@ -259,7 +286,9 @@ def rnn_vs_attention(rnn_grads, attn_grads) -> Figure:
 
 
 def last_token_weights(weights) -> Figure:
-    """最后一个 token 对每个位置的注意力权重（见附录 RNN 与 Transformer 对比「最后一个 token 实际看向了哪里」）。"""
+    """最后一个 token 对每个位置的注意力权重
+    （见附录 RNN 与 Transformer 对比「最后一个 token 实际看向了哪里」）。
+    """
     w = _np(weights)
     pos = np.arange(len(w))
     fig, ax = _new()
@@ -275,12 +304,16 @@ def last_token_weights(weights) -> Figure:
 
 
 def cumulative_mass_plot(rnn_grads, attn_grads) -> Figure:
-    """梯度累计占比：曲线越晚抬起，梯度越集中在末尾（见附录 RNN 与 Transformer 对比「梯度累计分布」）。"""
+    """梯度累计占比：曲线越晚抬起，梯度越集中在末尾
+    （见附录 RNN 与 Transformer 对比「梯度累计分布」）。
+    """
     fig, ax = _new()
-    for g, name, color in ((rnn_grads, "RNN", RNN_COLOR), (attn_grads, "Attention", ATTN_COLOR)):
+    for g, name, color in ((rnn_grads, "RNN", RNN_COLOR),
+                           (attn_grads, "Attention", ATTN_COLOR)):
         mass = _np(cumulative_mass(torch.as_tensor(_np(g))))
         share = first_half_share(torch.as_tensor(_np(g)))
-        ax.plot(np.arange(len(mass)), mass, label=f"{name}（前半段占 {share:.1%}）", color=color)
+        ax.plot(np.arange(len(mass)), mass,
+                label=f"{name}（前半段占 {share:.1%}）", color=color)
     n = len(_np(rnn_grads))
     ax.axvline(n // 2 - 0.5, color="gray", linestyle=":", label="前半段 | 后半段")
     ax.set_ylim(-0.02, 1.02)
@@ -293,13 +326,16 @@ def cumulative_mass_plot(rnn_grads, attn_grads) -> Figure:
 
 
 def first_position_vs_length(result) -> Figure:
-    """位置 0 的梯度随序列长度的变化，纵轴对数（见附录 RNN 与 Transformer 对比，补充实验）。
+    """位置 0 的梯度随序列长度的变化，纵轴对数
+    （见附录 RNN 与 Transformer 对比，补充实验）。
 
     result: `experiments.first_position_gradient_vs_length` 的结果。
-    梯度下溢成 0 的点画在图的底边，并标注 “= 0（下溢）”。
+    float32 下梯度本身仍可表示，但求范数时各分量的平方下溢，范数算成 0；
+    这样的点画在图的底边，并标注 “范数在 float32 下溢为 0”。
     """
     lengths = np.array(result.lengths, dtype=float)
-    rnn, attn = np.array(result.rnn, dtype=float), np.array(result.attention, dtype=float)
+    rnn, attn = (np.array(result.rnn, dtype=float),
+                 np.array(result.attention, dtype=float))
     positive = np.concatenate([rnn[rnn > 0], attn[attn > 0]])
     floor = positive.min() / 1e4
     fig, ax = _new()
@@ -308,7 +344,8 @@ def first_position_vs_length(result) -> Figure:
     ax.plot(lengths[ok], rnn[ok], "o-", color=RNN_COLOR, label="RNN")
     for x in lengths[~ok]:
         ax.plot([x], [floor], "v", color=RNN_COLOR, markersize=9)
-        ax.annotate("RNN：= 0（float32 下溢）", (x, floor), textcoords="offset points", xytext=(-8, 10),
+        ax.annotate("RNN：范数在 float32 下溢为 0", (x, floor),
+                    textcoords="offset points", xytext=(-8, 10),
                     ha="right", color=RNN_COLOR, fontsize=9)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -327,41 +364,57 @@ def first_position_vs_length(result) -> Figure:
 
 
 def _box(ax, y, h, text, color):
-    ax.add_patch(FancyBboxPatch((2.6, y), 4.8, h, boxstyle="round,pad=0.02,rounding_size=0.15",
-                                facecolor=color, edgecolor="#333333", linewidth=1.3))
-    ax.text(5.0, y + h / 2, text, ha="center", va="center", fontsize=11, color="black")
+    ax.add_patch(FancyBboxPatch(
+        (2.6, y), 4.8, h,
+        boxstyle="round,pad=0.02,rounding_size=0.15",
+        facecolor=color, edgecolor="#333333", linewidth=1.3,
+    ))
+    ax.text(5.0, y + h / 2, text, ha="center", va="center",
+            fontsize=11, color="black")
 
 
 def _arrow(ax, start, end):
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14,
-                                 color="#333333", linewidth=1.4, shrinkA=0, shrinkB=0))
+    ax.add_patch(FancyArrowPatch(
+        start, end, arrowstyle="-|>", mutation_scale=14,
+        color="#333333", linewidth=1.4, shrinkA=0, shrinkB=0,
+    ))
 
 
 def _residual(ax, y_from, y_to, x_right=8.5):
     """从主线的 y_from 处分出，绕到右边，再从右侧进入 y_to 处的 Add & Norm。"""
-    ax.plot([5.0, x_right, x_right], [y_from, y_from, y_to], color="#c0392b", linewidth=1.6)
+    ax.plot([5.0, x_right, x_right], [y_from, y_from, y_to],
+            color="#c0392b", linewidth=1.6)
     ax.plot([5.0], [y_from], "o", color="#c0392b", markersize=5)
-    _arrow_colored = FancyArrowPatch((x_right, y_to), (7.4, y_to), arrowstyle="-|>", mutation_scale=14,
-                                     color="#c0392b", linewidth=1.6, shrinkA=0, shrinkB=0)
+    _arrow_colored = FancyArrowPatch(
+        (x_right, y_to), (7.4, y_to), arrowstyle="-|>", mutation_scale=14,
+        color="#c0392b", linewidth=1.6, shrinkA=0, shrinkB=0,
+    )
     ax.add_patch(_arrow_colored)
-    ax.text(x_right + 0.15, (y_from + y_to) / 2, "残差\n(+ x)", ha="left", va="center",
-            fontsize=9, color="#c0392b")
+    ax.text(x_right + 0.15, (y_from + y_to) / 2, "残差\n(+ x)",
+            ha="left", va="center", fontsize=9, color="#c0392b")
 
 
 def transformer_block_diagram() -> Figure:
-    """Post-LN Transformer Block 结构图：自下而上，两条残差旁路（见第 6 节 Transformer Block 的组装）。"""
+    """Post-LN Transformer Block 结构图：自下而上，两条残差旁路
+    （见第 6 节 Transformer Block 的组装）。
+    """
     fig, ax = plt.subplots(figsize=(6.0, 7.0), layout="constrained")
     ax.set_xlim(0, 10.5)
     ax.set_ylim(0, 12)
     ax.axis("off")
-    ax.add_patch(FancyBboxPatch((1.9, 1.45), 7.9, 8.35, boxstyle="round,pad=0.05,rounding_size=0.3",
-                                facecolor="#f4f4f4", edgecolor="#9e9e9e", linewidth=1, linestyle="--"))
-    ax.text(5.0, 0.55, "输入 x：[batch, seq_len, d_model]", ha="center", va="center", fontsize=11)
+    ax.add_patch(FancyBboxPatch(
+        (1.9, 1.45), 7.9, 8.35,
+        boxstyle="round,pad=0.05,rounding_size=0.3",
+        facecolor="#f4f4f4", edgecolor="#9e9e9e", linewidth=1, linestyle="--",
+    ))
+    ax.text(5.0, 0.55, "输入 x：[batch, seq_len, d_model]",
+            ha="center", va="center", fontsize=11)
     _box(ax, 2.4, 1.2, "Multi-Head Attention\n（带 mask）", "#fcd9b6")
     _box(ax, 4.5, 0.8, "Add & Norm", "#fff3b0")
     _box(ax, 6.3, 1.2, "Feed Forward\n（逐位置）", "#cde4f7")
     _box(ax, 8.4, 0.8, "Add & Norm", "#fff3b0")
-    ax.text(5.0, 11.2, "输出：[batch, seq_len, d_model]", ha="center", va="center", fontsize=11)
+    ax.text(5.0, 11.2, "输出：[batch, seq_len, d_model]",
+            ha="center", va="center", fontsize=11)
     _arrow(ax, (5.0, 0.9), (5.0, 2.4))    # x → Attention
     _arrow(ax, (5.0, 3.6), (5.0, 4.5))    # Attention → Add & Norm
     _arrow(ax, (5.0, 5.3), (5.0, 6.3))    # Add & Norm → FFN
@@ -370,7 +423,8 @@ def transformer_block_diagram() -> Figure:
     _residual(ax, 1.9, 4.9)
     _residual(ax, 5.8, 8.8)
     # 左侧括号：这一整块重复 N 次
-    ax.plot([1.55, 1.35, 1.35, 1.55], [1.6, 1.6, 9.65, 9.65], color="#333333", linewidth=1.3)
+    ax.plot([1.55, 1.35, 1.35, 1.55], [1.6, 1.6, 9.65, 9.65],
+            color="#333333", linewidth=1.3)
     ax.text(1.05, 5.6, "× N", ha="right", va="center", fontsize=14)
     ax.set_title("Transformer Block（Post-LN）", fontsize=12)
     return fig
