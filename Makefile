@@ -25,10 +25,12 @@ html: setup
 test: setup
 	$(PY) -m pytest
 
-# PDF（XeLaTeX），输出到 _build/latex/book.pdf
+# PDF（XeLaTeX），输出到 _build/latex/book.pdf，并复制到网站 _build/html/attention-transformer-block.pdf
+# （缺 TeX 或中文字体时列出要装的 Debian 包并停下）
 pdf: setup
 	@tools/system_deps.sh check pdf
 	$(PY) tools/build_book.py --builder pdflatex
+	@echo "PDF: _build/latex/book.pdf"
 
 # 基准（不是测试）：冷构建、空操作重建、改一段文字、改一个代码单元、以及所有代码在一个进程里跑的下限
 bench: setup

@@ -39,8 +39,10 @@ def page_source(doc: str) -> str:
     return (REPO / f"{doc}.md").read_text(encoding="utf-8")
 
 
-def has_code_cells(doc: str) -> bool:
-    return "```{code-cell}" in page_source(doc)
+def has_visible_code_cells(doc: str) -> bool:
+    """页面里有没有不带 remove-cell 标签的代码单元（它们的输出应出现在 HTML 里）。"""
+    cells = re.findall(r"^```\{code-cell\}[^\n]*\n((?::[^\n]*\n)*)", page_source(doc), re.M)
+    return any("remove-cell" not in options for options in cells)
 
 
 class _OutputCounter(HTMLParser):
@@ -68,7 +70,7 @@ def test_every_toc_page_is_rendered_with_its_executed_output(built_book, doc):
     html_file = built_book.html / f"{doc}.html"
     assert html_file.exists(), f"{doc} 没有生成 HTML"
     html = html_file.read_text(encoding="utf-8")
-    if has_code_cells(doc):
+    if has_visible_code_cells(doc):
         counter = _OutputCounter()
         counter.feed(html)
         assert counter.outputs > 0, f"{doc} 有代码单元，但 HTML 里没有任何执行输出"

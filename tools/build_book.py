@@ -1,8 +1,8 @@
 """构建本书（HTML 或 PDF），并保证构建本身就是一次测试。
 
-用法：python tools/build_book.py [--root DIR] [--builder html|pdflatex] [--fresh]
+用法：python tools/build_book.py [--root DIR] [--builder html|pdflatex] [--fresh] [--out DIR]
 
-它在 `jupyter-book build` 之外多做三件事：
+它在 `jupyter-book build` 之外多做几件事：
 
 1. **不发布过期输出**。jupyter-cache 只按代码单元的源码、元数据和 kernelspec 判断要不要重跑，
    改了 `src/minigpt` 里的函数，页面却不会重跑。这里对 `src/minigpt/**/*.py`、`requirements.txt`
@@ -12,7 +12,10 @@
 3. **并行预执行**。Jupyter Book 1.x 一页一页地执行笔记本；这里先用两个进程把执行缓存里缺的页面
    跑好（与 myst-nb 相同的读法、超时与缓存键），Sphinx 随后直接取用缓存。预执行失败的页面不入缓存，
    交给 Sphinx 重新执行并照常报错。
-4. **警告即失败**：总是带 `-W -n --keep-going`。内核启动前先预热 matplotlib 的字体缓存，
+4. **PDF**（`--builder pdflatex`，XeLaTeX）：与 HTML 共用 `_build/.doctrees` 和执行缓存（页面不会再执行
+   一遍），输出 `_build/latex/book.pdf`，成功后复制到网站 `_build/html/attention-transformer-block.pdf`
+   （首页的“下载 PDF”链接）。任何构建失败都让所有构建器的“上次成功”标记作废（见 main）。
+5. **警告即失败**：总是带 `-W -n --keep-going`。内核启动前先预热 matplotlib 的字体缓存，
    否则新机器上第一次 `import matplotlib` 往 stderr 写的提示会被当成错误。
 """
 
@@ -71,7 +74,8 @@ def build_env(root: Path) -> dict[str, str]:
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("MPLCONFIGDIR", str(root / "_build" / ".mplconfig"))
     env["PYTHONHASHSEED"] = "0"
-    env.setdefault("SOURCE_DATE_EPOCH", "1700000000")  # SVG/PDF 图里的日期固定，输出可复现
+    # 图（SVG/PDF）里的日期固定，输出可复现；Sphinx 页脚的版权年份也取自它：2026-01-01
+    env.setdefault("SOURCE_DATE_EPOCH", "1767225600")
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # ipykernel 调试器的提示会写到 stderr
     return env
 
@@ -154,6 +158,37 @@ def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, workers: int =
             )
 
 
+# PDF 的固定位置（make pdf 的产物）与它在网站上的文件名（首页的“下载 PDF”链接指向它）
+PDF_BUILT = Path("latex") / "book.pdf"
+PDF_ON_SITE = "attention-transformer-block.pdf"
+
+
+def publish_pdf(build_dir: Path) -> Path | None:
+    """把最近一次成功构建的 PDF 复制进网站目录 _build/html/，供首页的下载链接使用。
+
+    PDF 与网站各自构建、先后不限：PDF 构建成功后复制一次；之后的 HTML 构建（Sphinx 不删输出目录里
+    多出的文件）也会再复制一次。上一次 PDF 构建失败时（没有 .last-pdflatex-ok）不复制。
+    """
+    pdf = build_dir / PDF_BUILT
+    if not (pdf.is_file() and (build_dir / ".last-pdflatex-ok").exists()):
+        return None
+    target = build_dir / "html" / PDF_ON_SITE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(pdf, target)
+    return target
+
+
+def print_latex_errors(latex_dir: Path) -> None:
+    """XeLaTeX 失败时，从日志里摘出错误（以 “!” 或 “文件:行:” 开头的行及其后几行）。"""
+    for log in sorted(latex_dir.glob("*.log")):
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        hits = [i for i, line in enumerate(lines) if line.startswith("!") or ".tex:" in line[:80]]
+        if hits:
+            print(f"\n[build_book] LaTeX 日志 {log} 中的错误：")
+            for i in hits[:5]:
+                print("\n".join(lines[i:i + 6]))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=REPO, help="书的根目录（含 _config.yml）")
@@ -190,15 +225,27 @@ def main(argv: list[str] | None = None) -> int:
         cmd += ["--path-output", str(out)]
     if args.toc:
         cmd += ["--toc", str(args.toc.resolve())]
+    if args.builder == "pdflatex":
+        # TeX 出错时不停下来等终端输入（make pdf 在终端里跑时会卡住），第一个错误就结束
+        env.setdefault("LATEXOPTS", "-interaction=nonstopmode -halt-on-error -file-line-error")
     print("[build_book] jupyter-book " + " ".join(cmd[1:]), flush=True)
-    code = subprocess.run(cmd, cwd=root, env=env).returncode
+    code = subprocess.run(cmd, cwd=root, env=env, stdin=subprocess.DEVNULL).returncode
     if code == 0:
         ok_marker.touch()
     else:
-        reports = sorted((build_dir / "html" / "reports").glob("**/*.err.log"))
+        # HTML 与 PDF 共用 _build/.doctrees：这次失败时读进环境的页面，下次任何构建器都不会重读、
+        # 也不会重报警告，所以所有构建器的“上次成功”标记一起作废，下次都从全新环境构建。
+        for marker in build_dir.glob(".last-*-ok"):
+            marker.unlink()
+        reports = sorted(build_dir.glob("*/reports/**/*.err.log"))
         for report in reports:
             print(f"\n[build_book] 执行报告 {report}:\n" + report.read_text()[-3000:])
+        if args.builder == "pdflatex":
+            print_latex_errors(build_dir / "latex")
+            (build_dir / "html" / PDF_ON_SITE).unlink(missing_ok=True)  # 不在网站上留一份过期的 PDF
         print(f"\n[build_book] 构建失败（退出码 {code}）。", file=sys.stderr)
+    if code == 0 and args.builder in ("html", "pdflatex"):
+        publish_pdf(build_dir)
     return code
 
 

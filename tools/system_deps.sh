@@ -9,11 +9,18 @@ what=${2:?用法: system_deps.sh check|install html|pdf|browser}
 # 每一项：<用来判断是否已装的文件或命令> <提供它的 Debian 包>
 case "$what" in
   html)    needs=("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc fonts-noto-cjk") ;;
+  # PDF：XeLaTeX + xeCJK；字体见 book/_ext/book_pdf.sty（Noto CJK 宋体/黑体/等宽、Latin Modern、DejaVu 补缺字）。
+  # hyperref 在 XeTeX 下一加载就要 pzdr.tfm（texlive-fonts-recommended），没有它 xelatex 直接中止。
+  # pdftotext / pdftohtml / pdffonts / pdfinfo（poppler-utils）是 PDF 测试（tests/test_pdf.py）用的。
   pdf)     needs=("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc fonts-noto-cjk"
+                  "/usr/share/fonts/opentype/noto/NotoSerifCJK-Regular.ttc fonts-noto-cjk"
+                  "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf fonts-dejavu-core"
                   "xelatex texlive-xetex" "latexmk latexmk"
                   "/usr/share/texlive/texmf-dist/tex/xelatex/xecjk/xeCJK.sty texlive-lang-chinese"
                   "/usr/share/texlive/texmf-dist/tex/latex/framed/framed.sty texlive-latex-extra"
-                  "pdftotext poppler-utils") ;;
+                  "/usr/share/texlive/texmf-dist/tex/latex/titlesec/titlesec.sty texlive-latex-extra"
+                  "/usr/share/texlive/texmf-dist/fonts/tfm/adobe/zapfding/pzdr.tfm texlive-fonts-recommended"
+                  "pdftotext poppler-utils" "pdftohtml poppler-utils") ;;
   browser) needs=("chromium chromium") ;;
   *) echo "未知的目标: $what（应为 html、pdf 或 browser）" >&2; exit 2 ;;
 esac

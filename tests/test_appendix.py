@@ -1,0 +1,100 @@
+"""附录「RNN 与 Transformer 对比」的渲染结果（via built_book）。
+
+数字本身由 minigpt.experiments 算出（见 tests/test_source_numbers.py）；这里检查它们真的出现在页面上，
+图都在、都有编号并在正文里被引用，路径长度的表也在。
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from bs4 import BeautifulSoup
+
+pytestmark = pytest.mark.book
+
+FIGURES = [
+    "fig-ap-rnn-grad", "fig-ap-length-sweep", "fig-ap-rnn-vs-attn",
+    "fig-ap-last-weights", "fig-ap-cumulative", "fig-ap-first-vs-length",
+]
+
+
+@pytest.fixture(scope="module")
+def page(built_book):
+    path = built_book.html / "book" / "appendix_rnn.html"
+    return path, BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def _outputs(soup) -> str:
+    return "\n".join(o.get_text() for o in soup.select("div.cell_output"))
+
+
+def _prose(soup) -> str:
+    """正文段落（不含代码单元与其输出）。"""
+    return "\n".join(p.get_text() for p in soup.select("article p") if not p.find_parent("div", class_="cell"))
+
+
+def test_title(page):
+    _, soup = page
+    assert soup.find("h1").get_text(strip=True).startswith("附录：RNN 与 Transformer 对比")
+
+
+def test_printed_losses_and_gradients(page):
+    _, soup = page
+    out = _outputs(soup)
+    assert "RNN(4, 8, batch_first=True)" in out
+    assert "(1, 80, 4)" in out and "(1, 80, 8)" in out and "(1, 1, 8)" in out
+    assert "loss = 0.116176" in out
+    assert "loss = 0.004143" in out
+    for printed in ("1.714e-19", "5.538e-10", "6.119e-02",   # RNN：位置 0 / 40 / 79
+                    "7.288e-19", "2.784e-02",                # 前 5 / 后 5 个位置的平均
+                    "3.068e-04", "3.023e+02", "3.570e+17",   # 长度扫描
+                    "4.031e-04", "5.811e-04", "4.936e-03"):  # 注意力：位置 0 / 40 / 79
+        assert printed in out, printed
+    assert re.search(r"权重之和: 1\.000", out)
+
+
+def test_first_half_shares_are_glued_into_the_prose(page):
+    _, soup = page
+    prose = _prose(soup)
+    assert "42.973%" in prose and "0.000%" in prose
+    for number in ("0.116176", "0.004143", "1.714e-19", "5.538e-10", "6.119e-02"):
+        assert number in prose, f"正文里没有 glue 进来的 {number}"
+
+
+def test_every_figure_exists_has_alt_and_is_referenced_by_number(page):
+    path, soup = page
+    text_links = {a["href"].lstrip("#"): a.get_text(strip=True)
+                  for a in soup.select("article a.reference.internal") if a.get("href", "").startswith("#")}
+    for name in FIGURES:
+        figure = soup.find(id=name)
+        assert figure is not None, f"页面上没有图 {name}"
+        imgs = figure.find_all("img")
+        assert len(imgs) == 1, f"{name} 应当恰好出现一次"
+        assert imgs[0].get("alt"), f"{name} 没有替代文字"
+        assert (path.parent / imgs[0]["src"]).resolve().is_file(), f"{name} 的图片文件不存在"
+        number = figure.select_one(".caption-number").get_text(strip=True)
+        assert re.fullmatch(r"图 [\d.]+", number)
+        assert text_links.get(name) == number, f"正文没有用编号引用 {name}（{number}）"
+    assert len(soup.select("article figure img")) == len(FIGURES), "有图没有编号或重复显示"
+
+
+def test_path_length_table(page):
+    _, soup = page
+    table = soup.find("table", id="tbl-ap-path")
+    assert table is not None
+    rows = [[c.get_text(strip=True) for c in tr.find_all(["th", "td"])] for tr in table.find_all("tr")]
+    assert rows[0] == ["层的类型", "顺序操作数", "最大路径长度", "每层计算量"]
+    assert rows[1] == ["循环层（RNN）", "O(n)", "O(n)", "O(n·d²)"]
+    assert rows[2] == ["自注意力", "O(1)", "O(1)", "O(n²·d)"]
+    assert soup.select_one('a[href="#tbl-ap-path"]') is not None
+    assert "Vaswani" in soup.select_one("article").get_text()
+
+
+def test_mask_convention_and_careful_conclusion(page):
+    _, soup = page
+    out = _outputs(soup)
+    assert "等于 torch.triu(..., diagonal=1): True" in out
+    prose = _prose(soup)
+    assert "路径长度只有 1" in prose
+    assert "取决于参数、输入和注意力权重" in prose

@@ -1,0 +1,192 @@
+"""第 4–6 节、小结与参考资料页面的渲染检查（读 conftest 的 built_book）。
+
+页面解析（只看 <article>）沿用 test_pages_s1_s3 的 `load` 与 `assert_figures`。
+正文里 glue 进去的数字，在这里用同样的种子和包里的同一批函数重新算一遍再比较：
+页面和包只要有一边变了，测试就会失败。
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from minigpt.attention import causal_mask, scaled_dot_product_attention
+from minigpt.data import make_toy_example
+from minigpt.layers import (
+    FeedForward,
+    MultiHeadAttention,
+    NaiveMultiHeadAttention,
+    TransformerBlock,
+    feedforward_num_params,
+)
+from test_pages_s1_s3 import assert_figures, load
+
+pytestmark = pytest.mark.book
+
+SECTION_DOCS = ("s1_intuition", "s2_scaled_dot_product", "s3_causal_mask",
+                "s4_multi_head", "s5_ffn", "s6_block")
+
+
+def _n_params(module: torch.nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+def _seeded_x_and(module_factory):
+    """页面里的顺序：种子 42 → x = randn(1, 5, 8) → 创建模块。"""
+    torch.manual_seed(42)
+    x = torch.randn(1, 5, 8)
+    return x, module_factory()
+
+
+def _links_to(page, doc: str) -> bool:
+    return any(h.split("#")[0] == f"{doc}.html" for h in page.hrefs)
+
+
+# ---------------------------------------------------------------- 第 4 节
+
+
+def test_s4_title_and_width_names_table(built_book):
+    page = load(built_book, "s4_multi_head")
+    assert page.title.endswith("多头注意力")
+    for name in ("d_model", "embed_dim", "hidden_size", "n_embd", "nn.MultiheadAttention", "HuggingFace"):
+        assert name in page.text, name
+    assert "表 4.1" in page.text  # 表有编号并被引用
+    assert "GPT-2" in page.text and "GPT-3" in page.text and "96" in page.text
+
+
+def test_s4_single_head_sat_row_is_glued_from_the_computation(built_book):
+    page = load(built_book, "s4_multi_head")
+    ex = make_toy_example()
+    _, w = scaled_dot_product_attention(ex.Q, ex.K, ex.V)
+    for value in w[2].tolist():  # sat → the / cat / sat
+        assert f"{value:.2f}" in page.pasted, (value, page.pasted)
+    assert "0.2493" in page.text and "0.3921" in page.text  # 打印出的整张权重表
+
+
+def test_s4_parameter_counts_and_naive_equals_fused(built_book):
+    page = load(built_book, "s4_multi_head")
+    assert str(_n_params(torch.nn.Linear(8, 8))) in page.pasted
+    assert str(_n_params(MultiHeadAttention(8, 2))) in page.pasted
+    assert _n_params(MultiHeadAttention(8, 2)) == _n_params(NaiveMultiHeadAttention(8, 2))
+    # 两种写法的最大差是 glue 进去的，而且很小
+    diffs = [float(v) for v in page.pasted if re.fullmatch(r"\d\.\de[+-]\d\d", v)]
+    assert diffs and all(d < 1e-5 for d in diffs), page.pasted
+    for name in ("class AttentionHead", "class NaiveMultiHeadAttention", "def split_heads",
+                 "def merge_heads", "class MultiHeadAttention", "from_fused"):
+        assert name in page.text, name
+
+
+def test_s4_illustration_is_labelled_and_real_heads_are_shown(built_book):
+    page = load(built_book, "s4_multi_head")
+    assert "示意" in page.text
+    assert "0.70" in page.text and "0.05" in page.text  # 示意的两行
+    assert_figures(page, {"fig-s4-heads": "4.1"})
+    # 图旁边正文里的每个头的 sat 行，和种子 42 的 mha 算出来的一致
+    _, mha = _seeded_x_and(lambda: MultiHeadAttention(8, 2))
+    ex8 = make_toy_example(d_model=8, d_k=8)
+    with torch.no_grad():
+        _, w = mha(ex8.X.unsqueeze(0), return_weights=True)
+    for h in range(2):
+        for value in w[0, h, 2].tolist():
+            assert f"{value:.2f}" in page.pasted, (h, value, page.pasted)
+
+
+def test_s4_shape_flow_is_printed_by_code(built_book):
+    page = load(built_book, "s4_multi_head")
+    flow = re.search(
+        r"x\s+torch\.Size\(\[1, 5, 8\]\)\s+"
+        r"Q = W_Q\(x\)\s+torch\.Size\(\[1, 5, 8\]\)\s+"
+        r"split_heads\(Q\)\s+torch\.Size\(\[1, 2, 5, 4\]\)\s+"
+        r"attn \(per head\)\s+torch\.Size\(\[1, 2, 5, 4\]\)\s+"
+        r"merge_heads\(attn\)\s+torch\.Size\(\[1, 5, 8\]\)\s+"
+        r"W_O\(concat\)\s+torch\.Size\(\[1, 5, 8\]\)",
+        page.text,
+    )
+    assert flow, "没有按顺序打印出数据流的每一步形状"
+    assert "[batch, 2, seq_len, 4]" in page.text  # 文字版的数据流
+    assert "输入: torch.Size([1, 5, 8])  →  输出: torch.Size([1, 5, 8])" in page.text
+
+
+# ---------------------------------------------------------------- 第 5 节
+
+
+def test_s5_title_equation_and_one_token_shapes(built_book):
+    page = load(built_book, "s5_ffn")
+    assert page.title.endswith("FFN：看完上下文之后怎么加工信息")
+    assert any(r"\max(0" in m and "W_1" in m and "W_2" in m for m in page.math)
+    assert "(5.1)" in page.text
+    assert "[1.0, -0.5, 0.3, 2.0]" in page.text
+    for label, shape in (("input", "(1, 4)"), ("fc1", "(1, 16)"), ("ReLU", "(1, 16)"), ("fc2", "(1, 4)")):
+        assert re.search(rf"{label}\s+{re.escape(shape)}", page.text), (label, shape)
+    # 用包里的 FeedForward（种子 42）重算这个 token 的输出
+    torch.manual_seed(42)
+    ffn = FeedForward(4, 16)
+    with torch.no_grad():
+        out = ffn(torch.tensor([[1.0, -0.5, 0.3, 2.0]]))
+    assert f"{out[0, 0].item():.4f}" in page.text
+
+
+def test_s5_independence_and_param_counts(built_book):
+    page = load(built_book, "s5_ffn")
+    assert "True" in page.pasted  # 位置 1 单独算结果一样
+    small = feedforward_num_params(4, 16)
+    assert page.pasted.count(str(small)) >= 2  # 按公式、数模块，两个 glue
+    assert _n_params(FeedForward(4, 16)) == small
+    assert f"{feedforward_num_params(768, 3072):,}" in page.pasted
+    # 作业 3 的答案（512 / 2048）留给读者，不在正文里
+    answer = feedforward_num_params(512, 2048)
+    assert str(answer) not in page.text and f"{answer:,}" not in page.text
+    assert _links_to(page, "homework")
+
+
+# ---------------------------------------------------------------- 第 6 节
+
+
+def test_s6_title_diagram_and_equations(built_book):
+    page = load(built_book, "s6_block")
+    assert page.title.endswith("Transformer Block 的组装")
+    assert_figures(page, {"fig-s6-block": "6.1"})
+    assert any("LayerNorm" in m and r"\mathrm{MHA}" in m and "mask" in m for m in page.math)
+    assert any("LayerNorm" in m and r"\mathrm{FFN}(x')" in m for m in page.math)
+    assert "(6.1)" in page.text and "(6.2)" in page.text
+    assert "Post-LN" in page.text and "Pre-LN" in page.text and "RMSNorm" in page.text
+    assert "class TransformerBlock" in page.text
+
+
+def test_s6_mask_changes_output_and_mean_difference_is_glued(built_book):
+    page = load(built_book, "s6_block")
+    x, block = _seeded_x_and(lambda: TransformerBlock(8, 2))
+    with torch.no_grad():
+        a, b = block(x), block(x, causal_mask(5))
+    mean_diff = (a - b).abs().mean().item()
+    assert mean_diff > 0
+    assert f"{mean_diff:.4f}" in page.pasted, page.pasted
+    assert f"{a[0, 1, 0].item():.4f}" in page.text and f"{b[0, 1, 0].item():.4f}" in page.text  # 位置 1
+    assert "torch.Size([1, 5, 8])" in page.text
+    assert len(re.findall(r"第 \d 层之后: \[1, 5, 8\]", page.text)) == 4  # 摞 4 层，形状不变
+
+
+# ---------------------------------------------------------------- 小结与参考资料
+
+
+def test_summary_links_every_section(built_book):
+    page = load(built_book, "summary")
+    assert page.title.endswith("小结")
+    for doc in SECTION_DOCS:
+        assert _links_to(page, doc), f"小结没有链接到 {doc}"
+    assert "Mini-GPT" in page.text and "-\\infty" in " ".join(page.math)
+
+
+def test_references_list_and_are_cited_from_the_pages(built_book):
+    page = load(built_book, "references")
+    assert page.title.endswith("参考资料")
+    for title in ("Attention is all you need", "The annotated transformer", "Let's build GPT"):
+        assert title.lower() in page.text.lower(), title
+    for url in ("arxiv.org/abs/1706.03762", "nlp.seas.harvard.edu", "youtube.com"):
+        assert any(url in h for h in page.hrefs), url
+    cited = set()
+    for doc in ("s4_multi_head", "s5_ffn", "s6_block"):
+        cited |= {h.split("#")[0] for h in load(built_book, doc).hrefs if "#" in h}
+    assert "references.html" in cited, "第 4–6 节没有一处引用指向参考资料页"

@@ -1,0 +1,479 @@
+"""PDF 版（XeLaTeX）的检查：中文字体不缺字、每一页都在、执行出的数字与图都在、代码不出版心、
+链接与书签可用、中文的“目录 / 第 N 章 / 图 N”，以及网站上的下载副本。
+
+PDF 由 tools/build_book.py --builder pdflatex 构建一次（fixture built_pdf），输出到仓库的 _build：
+它紧接在 conftest 的 built_book（HTML，全新 Sphinx 环境）之后，共用 _build/.doctrees 和执行缓存，
+页面不再执行第二遍；HTML 构建刚从全新环境读过并检查过所有页面，所以这里不必再 --fresh。
+LaTeX 写出器每次都重写整本书，写出阶段的警告（交叉引用等）照样会让构建失败。
+
+开发时可设 BOOK_PREBUILT=<--out 目录>（conftest），改用那里已有的 HTML 与 PDF 构建。
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import unicodedata
+from functools import cache
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, BuildResult, run_build
+
+pytestmark = [pytest.mark.book, pytest.mark.pdf]  # 要构建整本书（HTML 与 PDF）
+
+PDF_ON_SITE = "attention-transformer-block.pdf"
+# 书里几个由代码算出、正文反复引用的数字（种子 42，见 shared/NOTES.md “The source's own numbers”）：
+# 它们必须出现在 PDF 里。其余执行页面的数字从同一次构建的 HTML 输出里取（见 test_every_executed_page…）。
+KEY_NUMBERS = {
+    "book/s1_intuition": "1.9269",           # X[0, 0]
+    "book/s2_scaled_dot_product": "0.2454",
+    "book/appendix_rnn": "0.116176",
+}
+NUMBER = re.compile(r"-?\d+\.\d{3,}")
+
+
+# ---------------------------------------------------------------- 构建与读取
+
+@pytest.fixture(scope="session")
+def built_pdf(built_book) -> BuildResult:
+    deps = subprocess.run(["bash", str(REPO / "tools" / "system_deps.sh"), "check", "pdf"],
+                          capture_output=True, text=True)
+    if deps.returncode != 0:
+        pytest.fail("构建 PDF 缺少系统软件包（.ci/run 会自动安装）：\n" + deps.stderr)
+    if os.environ.get("BOOK_PREBUILT"):
+        if not (built_book.root / "_build" / ".last-pdflatex-ok").exists():
+            pytest.fail(f"BOOK_PREBUILT={built_book.root} 下没有一次成功的 PDF 构建")
+        return built_book
+    result = run_build(REPO, "--builder", "pdflatex")
+    if result.returncode != 0:
+        pytest.fail(f"PDF 构建失败（退出码 {result.returncode}）:\n{result.output[-8000:]}")
+    return result
+
+
+@pytest.fixture(scope="session")
+def latex_dir(built_pdf) -> Path:
+    return built_pdf.root / "_build" / "latex"
+
+
+@pytest.fixture(scope="session")
+def pdf(latex_dir) -> Path:
+    path = latex_dir / "book.pdf"
+    assert path.is_file(), f"没有 {path}"
+    return path
+
+
+@pytest.fixture(scope="session")
+def log(latex_dir) -> str:
+    return (latex_dir / "book.log").read_text(encoding="utf-8", errors="replace")
+
+
+@pytest.fixture(scope="session")
+def tex(latex_dir) -> str:
+    return (latex_dir / "book.tex").read_text(encoding="utf-8")
+
+
+def run(*cmd: str) -> str:
+    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+
+
+@cache
+def _pdftotext(pdf: Path, first: int | None = None, last: int | None = None) -> str:
+    pages = [] if first is None else ["-f", str(first), "-l", str(last or first)]
+    return run("pdftotext", "-enc", "UTF-8", *pages, str(pdf), "-")
+
+
+def squash(text: str) -> str:
+    """去掉所有空白（pdftotext 会在中西文之间、换行处插入空格和换行），并做 NFKC（连字 ﬁ → fi）。
+
+    Sphinx 把 ✔ 写成 LaTeX 的 \\checkmark，PDF 里取出来是 ✓。
+    """
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text)).replace("✔", "✓")
+
+
+@pytest.fixture(scope="session")
+def text(pdf) -> str:
+    return squash(_pdftotext(pdf))
+
+
+def page_texts(pdf: Path) -> list[str]:
+    """每一页的文字（pdftotext 用换页符分页）。"""
+    return _pdftotext(pdf).split("\f")
+
+
+# ---------------------------------------------------------------- 目录与页面
+
+def toc_docnames() -> list[str]:
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
+    names = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                names.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return names
+
+
+def page_title(docname: str) -> str:
+    """页面的第一个一级标题（跳过 jupytext 头和代码块）。"""
+    in_fence = False
+    for line in (REPO / f"{docname}.md").read_text(encoding="utf-8").split("\n---", 2)[-1].splitlines():
+        if line.startswith(("```", "~~~")):
+            in_fence = not in_fence
+        elif not in_fence and line.startswith("# "):
+            return line[2:].strip()
+    raise AssertionError(f"{docname}.md 没有一级标题")
+
+
+def is_notebook_page(docname: str) -> bool:
+    text = (REPO / f"{docname}.md").read_text(encoding="utf-8")
+    head = text.split("\n---", 1)[0] if text.startswith("---") else ""
+    return "kernelspec:" in head
+
+
+class HtmlFacts(HTMLParser):
+    """从一页 HTML 里取：正文图片（_images/ 下的 <img>）、代码单元输出与 glue 进正文的文字。"""
+
+    def __init__(self):
+        super().__init__()
+        self.images: list[str] = []
+        self.outputs: list[str] = []
+        self._stack: list[bool] = []  # 每个打开的元素：是否在输出里
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        if tag == "img" and "_images/" in (a.get("src") or ""):
+            self.images.append(a["src"])
+        if tag in ("img", "br", "hr", "input", "meta", "link", "source", "wbr"):
+            return
+        inside = bool(self._stack and self._stack[-1])
+        self._stack.append(inside or "cell_output" in classes or "pasted-text" in classes)
+
+    def handle_endtag(self, tag):
+        if self._stack and tag not in ("img", "br", "hr", "input", "meta", "link", "source", "wbr"):
+            self._stack.pop()
+
+    def handle_data(self, data):
+        if self._stack and self._stack[-1]:
+            self.outputs.append(data)
+
+
+def html_facts(html_dir: Path, docname: str) -> HtmlFacts:
+    facts = HtmlFacts()
+    facts.feed((html_dir / f"{docname}.html").read_text(encoding="utf-8"))
+    return facts
+
+
+def tex_by_doc(tex: str) -> dict[str, str]:
+    """把 book.tex 按页面切开：每页从它的 \\label{...::doc} 开始（Sphinx 在每页开头写这个标签）。"""
+    marks = [(m.start(), m.group(1)) for m in re.finditer(r"\\label\{\\detokenize\{([^}]*)::doc\}\}", tex)]
+    return {doc: tex[start:(marks[i + 1][0] if i + 1 < len(marks) else len(tex))]
+            for i, (start, doc) in enumerate(marks)}
+
+
+# ---------------------------------------------------------------- 日志
+
+def missing_characters(log: str) -> list[str]:
+    return sorted(set(re.findall(r"Missing character: There is no (.+?) in font", log)))
+
+
+def overfull_boxes(log: str) -> list[tuple[float, int, int]]:
+    """日志里的每个 Overfull \\hbox：(超出多少 pt, 起始行, 结束行)，行号是 book.tex 的行号。"""
+    boxes = []
+    pattern = r"Overfull \\hbox \(([\d.]+)pt too wide\) (?:in paragraph at lines (\d+)--(\d+)|detected at line (\d+))"
+    for m in re.finditer(pattern, log):
+        first = int(m.group(2) or m.group(4))
+        last = int(m.group(3) or m.group(4))
+        boxes.append((float(m.group(1)), first, last))
+    return boxes
+
+
+def bookmark_titles(out_file: str) -> list[str]:
+    """hyperref 的 .out 文件（PDF 书签）里的标题：UTF-16BE，字节写成 \\ooo 或原样的 ASCII。"""
+    titles = []
+    for m in re.finditer(r"\\BOOKMARK \[-?\d+\]\[-\]\{[^}]*\}\{(.*)\}\{[^}]*\}% \d+", out_file):
+        raw = bytearray()
+        for octal, char in re.findall(r"\\([0-7]{3})|(.)", m.group(1)):
+            raw.append(int(octal, 8) if octal else ord(char))
+        titles.append(bytes(raw).decode("utf-16") if raw[:2] == b"\xfe\xff" else raw.decode("latin-1"))
+    return titles
+
+
+# ---------------------------------------------------------------- 解析函数自己的测试（不需要构建）
+
+def test_log_and_layout_parsers_find_what_they_look_for():
+    """下面的检查所用的解析函数，对人造的日志 / 词框能找出问题：确保 PDF 测试真的会失败。"""
+    log = ("Missing character: There is no ᵀ (U+1D40) in font Foo!\n"
+           "Overfull \\hbox (12.5pt too wide) in paragraph at lines 3--3\n"
+           "Overfull \\hbox (1.0pt too wide) detected at line 9\n"
+           "book_pdf: textblock left=71.13188pt,\n  width=455.24411pt, paperwidth=597.50787pt\n")
+    assert missing_characters(log) == ["ᵀ (U+1D40)"]
+    assert overfull_boxes(log) == [(12.5, 3, 3), (1.0, 9, 9)]
+    left, right = text_block(log)
+    assert (round(left, 1), round(right, 1)) == (70.9, 524.4)
+    bbox = ('<page width="595" height="842">'
+            '<word xMin="70.9" yMin="1" xMax="120.0" yMax="9">fits</word>'
+            '<word xMin="500.0" yMin="1" xMax="531.0" yMax="9">标签，</word>'
+            '<word xMin="501.3" yMin="1" xMax="581.9" yMax="9">{tuple(k.shape)}")</word>'
+            '<word xMin="60.0" yMin="1" xMax="80.0" yMax="9">left</word></page>')  # 左边不查
+    assert words_outside(bbox, right) == [(1, 57.5, '{tuple(k.shape)}")')]
+    out = "\\BOOKMARK [0][-]{chapter.1}{\\376\\377\\000A\\000t\\116\\343\\170\\001}{}% 1\n"
+    assert bookmark_titles(out) == ["At代码"]
+    assert squash("Dot-\n Product ﬁ  1.92\n69 ✔") == "Dot-Productfi1.9269✓"
+
+
+# ---------------------------------------------------------------- 字体与中文
+
+def test_no_missing_characters(log):
+    """缺字不会让 XeLaTeX 失败，只在日志里留一行 “Missing character”。"""
+    assert not missing_characters(log), f"PDF 里缺字（字体里没有这些字符）：{missing_characters(log)}"
+
+
+def test_cjk_fonts_are_embedded(pdf):
+    fonts = run("pdffonts", str(pdf))
+    for family in ("NotoSerifCJK", "NotoSansCJK"):
+        assert family in fonts, f"PDF 没有嵌入 {family}：\n{fonts}"
+    not_embedded = [line for line in fonts.splitlines()[2:] if line.split()[-5:-4] == ["no"]]
+    assert not not_embedded, "有字体没有嵌入：\n" + "\n".join(not_embedded)
+
+
+def test_title_page_has_chinese_title_and_author(pdf):
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    first = squash(_pdftotext(pdf, 1))
+    assert squash(config["title"]) in first
+    assert squash(config["author"]) in first
+    info = run("pdfinfo", str(pdf))
+    assert re.search(r"^Title:\s+" + re.escape(config["title"]) + "$", info, re.M), f"PDF 的标题元数据不对：\n{info}"
+    assert re.search(r"^Author:\s+" + re.escape(config["author"]) + "$", info, re.M), f"PDF 的作者元数据不对：\n{info}"
+
+
+ENGLISH_CHROME = ("CHAPTER", "Chapter", "Contents", "Index", "Release", "Bibliography", "Appendix", "Listing")
+
+
+def test_chinese_chrome_not_english(pdf, text):
+    """目录、章、页眉、文献表都是中文；没有 Sphinx 默认的英文字样（CHAPTER 1、Contents、Index、Release…）。"""
+    pages = page_texts(pdf)
+    assert "目录" in squash(pages[1]) and "Contents" not in pages[1], "第 2 页应是中文的“目录”"
+    for number, page in enumerate(pages, 1):
+        lines = [line.strip() for line in page.splitlines() if line.strip()]
+        if not lines:
+            continue
+        header = lines[0]  # 页眉（或章首页的第一行）
+        assert not any(word in header for word in ENGLISH_CHROME), f"第 {number} 页页眉是英文：{header!r}"
+        for line in lines:
+            assert not re.fullmatch(r"(?:CHAPTER|Chapter|Appendix)\s*[\dA-Z]*|Contents|Index|Bibliography|Release.*",
+                                    line), f"第 {number} 页有英文的版式字样：{line!r}"
+    assert "第1章" in text, "正文的章应排成 “第 1 章”"
+    headed = [p for p in pages if squash(p).startswith("第1章")]
+    assert len(headed) >= 2, "第 1 章除了首页，其余页的页眉应以 “第 1 章 …” 开头"
+
+
+def test_figure_captions_are_numbered_in_chinese(tex, text):
+    captions = re.findall(r"\\caption\{", tex)
+    if not captions:
+        pytest.skip("书里还没有带图注的图")
+    numbered = re.findall(r"图\d+(?:\.\d+)?", text)
+    assert len(set(numbered)) >= len(captions), f"{len(captions)} 个图注，PDF 里只找到 {sorted(set(numbered))}"
+
+
+# ---------------------------------------------------------------- 每一页、每一个数、每一张图
+
+@pytest.mark.parametrize("docname", toc_docnames())
+def test_every_page_title_is_in_the_pdf(docname, text):
+    assert squash(page_title(docname)) in text, f"PDF 里没有 {docname} 的标题 “{page_title(docname)}”"
+
+
+@pytest.mark.parametrize("docname", sorted(KEY_NUMBERS))
+def test_key_numbers_are_in_the_pdf(docname, text):
+    assert KEY_NUMBERS[docname] in text, f"PDF 里没有 {docname} 算出的 {KEY_NUMBERS[docname]}"
+
+
+@pytest.mark.parametrize("docname", [d for d in toc_docnames() if is_notebook_page(d)])
+def test_every_executed_page_shows_its_numbers(docname, built_pdf, text):
+    """同一次构建的 HTML 里，这页代码输出（和 glue 进正文）的小数，PDF 里都要有。"""
+    facts = html_facts(built_pdf.root / "_build" / "html", docname)
+    numbers = sorted(set(NUMBER.findall(" ".join(facts.outputs))))
+    if not numbers:
+        pytest.skip(f"{docname} 的输出里没有小数")
+    # 折行的代码行：断点处印一个 ␣（断在空格处）、下一行开头一个 ↪（pdftotext 取出来是 “,→”）
+    unwrapped = text.replace("␣", "").replace(",→", "")
+    missing = [n for n in numbers if n not in unwrapped]
+    assert not missing, f"{docname}：HTML 输出里的这些数 PDF 里没有：{missing[:20]}（共 {len(numbers)} 个）"
+
+
+@pytest.mark.parametrize("docname", toc_docnames())
+def test_every_figure_is_in_the_pdf(docname, built_pdf, tex, log, latex_dir):
+    """HTML 里这页有几张图，LaTeX 里这页就有几个 \\includegraphics；图是矢量 PDF，并被 XeLaTeX 读入。"""
+    html_images = html_facts(built_pdf.root / "_build" / "html", docname).images
+    chunk = tex_by_doc(tex).get(docname)
+    assert chunk is not None, f"book.tex 里没有 {docname}"
+    included = re.findall(r"\\sphinxincludegraphics(?:\[[^\]]*\])?\{\{([^}]*)\}(\.[a-z]+)\}", chunk)
+    assert len(included) == len(html_images), (
+        f"{docname}：HTML 有 {len(html_images)} 张图，PDF 里 {len(included)} 张")
+    for stem, ext in included:
+        assert (latex_dir / f"{stem}{ext}").is_file(), f"{stem}{ext} 没有复制到 {latex_dir}"
+        if html_images and any(src.endswith(".svg") for src in html_images):
+            assert ext == ".pdf", f"{docname}：矢量图在 PDF 里应是 .pdf（myst-nb 的 application/pdf 输出），而不是 {ext}"
+        assert f"{stem}{ext}" in log.replace("\n", ""), f"XeLaTeX 的日志里没有读入 {stem}{ext}"
+
+
+class Solutions(HTMLParser):
+    """作业页 HTML 里每个解答（sphinx-exercise 的 div.solution）中各个代码块（<pre>）的文字。"""
+
+    VOID = ("img", "br", "hr", "input", "meta", "link", "source", "wbr")
+
+    def __init__(self):
+        super().__init__()
+        self.solutions: dict[str, list[str]] = {}
+        self._depth = 0
+        self._current: str | None = None
+        self._current_depth = 0
+        self._pre_depth: int | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.VOID:
+            return
+        self._depth += 1
+        a = dict(attrs)
+        if self._current is None and tag == "div" and "solution" in (a.get("class") or "").split():
+            self._current, self._current_depth = a.get("id") or f"solution-{len(self.solutions)}", self._depth
+            self.solutions[self._current] = []
+        elif self._current and tag == "pre":
+            self._pre_depth = self._depth
+            self.solutions[self._current].append("")
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        if self._pre_depth == self._depth:
+            self._pre_depth = None
+        if self._current and self._depth == self._current_depth:
+            self._current = None
+        self._depth -= 1
+
+    def handle_data(self, data):
+        if self._current and self._pre_depth is not None:
+            self.solutions[self._current][-1] += data
+
+
+def test_homework_solutions_are_printed(built_pdf, tex, text):
+    """作业的解答在网页上折叠，PDF 里要展开印出来：每个解答里的每段代码（和输出）的第一行都在 PDF 里。"""
+    parser = Solutions()
+    parser.feed((built_pdf.root / "_build" / "html" / "book" / "homework.html").read_text(encoding="utf-8"))
+    assert parser.solutions, "作业页（HTML）里没有解答"
+    homework = tex_by_doc(tex)["book/homework"]
+    for solution_id, blocks in parser.solutions.items():
+        assert f"-{solution_id.rsplit('-', 1)[-1]}}}" in homework and solution_id.split("/")[-1] in homework, (
+            f"PDF 的作业一章里没有解答 {solution_id}")
+        assert blocks, f"解答 {solution_id} 里没有代码"
+        for block in blocks:
+            first = next((line for line in block.splitlines() if line.strip()), "")
+            assert squash(first) in text, f"解答 {solution_id} 的 “{first.strip()}” 没有印在 PDF 里"
+
+
+# ---------------------------------------------------------------- 版面：代码不出版心
+
+def text_block(log: str) -> tuple[float, float]:
+    """版心左右边界（PDF 的 bp），由 book_pdf.sty 写进日志。"""
+    m = re.search(r"book_pdf: textblock left=([\d.]+)pt,\s*width=([\d.]+)pt", log)
+    assert m, "日志里没有 book_pdf.sty 写的版心位置"
+    left, width = (float(v) / 1.00375 for v in m.groups())  # TeX pt → PDF bp
+    return left, left + width
+
+
+# 行末的中文标点：xeCJK 把它压成半个字宽，pdftotext 给的框却是整个字宽
+CJK_CLOSING = "，。、；：？！）」』】》〉”’…—"
+
+
+def words_outside(bbox_html: str, right: float, tolerance: float = 1.5) -> list[tuple[int, float, str]]:
+    """pdftotext -bbox 的每个词：右边伸出版心（超过 right）的 (页码, 超出的 bp, 词)。
+
+    只查右边：LaTeX 的文字只会向右伸出（过长的代码行、排不下的词）；左边只有图里旋转的轴标签，
+    而 pdftotext 给旋转文字（matplotlib 的 Type 3 字体）的框不准。
+    """
+    found = []
+    for number, page in enumerate(bbox_html.split("<page ")[1:], 1):
+        for m in re.finditer(r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)</word>',
+                             page):
+            x_min, y_min, x_max, y_max = (float(v) for v in m.groups()[:4])
+            word = m.group(5)
+            if len(word) > 1 and y_max - y_min > x_max - x_min:
+                continue  # 竖排的字（图里旋转 90° 的轴标签）：pdftotext 按字体的上下伸部估框，不准
+            if x_max > right + tolerance + (10.0 * word.endswith(tuple(CJK_CLOSING))):
+                found.append((number, round(x_max - right, 1), word))
+    return found
+
+
+def test_no_text_outside_the_text_block(pdf, log):
+    """量出来的：每一个词（代码、输出、正文、表格）都在版心之内。长代码行与长输出在 PDF 里自动折行
+    （sphinxsetup 的 verbatimwrapslines / verbatimforcewraps），不会伸到页边去。
+
+    XeLaTeX 对伸出代码框的代码行不报 Overfull，所以这里直接量 PDF：pdftotext -bbox 给出每个词的位置。
+    """
+    _, right = text_block(log)
+    bbox = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    outside = words_outside(bbox, right)
+    detail = "\n".join(f"  第 {page} 页：{word[:60]!r} 伸出 {over} bp" for page, over, word in outside[:30])
+    assert not outside, f"{len(outside)} 个词伸出版心：\n{detail}"
+
+
+def test_no_text_sticks_far_into_the_margin(log, tex):
+    """正文也不应明显伸出版心（几 pt 以内的溢出肉眼看不出，不算）。"""
+    lines = tex.splitlines()
+    wide = [(pt, a, b) for pt, a, b in overfull_boxes(log) if pt > 6]
+    detail = "\n".join(f"  {pt:.1f}pt 过宽，book.tex 第 {a}–{b} 行：{lines[a - 1][:100]}" for pt, a, b in wide)
+    assert not wide, f"{len(wide)} 处排版超出版心 6pt 以上：\n{detail}"
+
+
+# ---------------------------------------------------------------- 链接与书签
+
+def test_no_undefined_references(log):
+    """交叉引用（{numref}、{ref}、公式编号、引文）在 LaTeX 里都解析了：没有 “??”。"""
+    undefined = re.findall(r"LaTeX Warning: (?:Reference|Citation|Hyper reference) `([^']+)'.*undefined", log)
+    assert not undefined and "There were undefined references" not in log, f"未定义的引用：{undefined}"
+
+
+def test_bookmarks_list_every_page(latex_dir):
+    titles = [squash(t) for t in bookmark_titles((latex_dir / "book.out").read_text(encoding="utf-8", errors="replace"))]
+    for docname in toc_docnames()[1:]:
+        assert squash(page_title(docname)) in titles, f"PDF 书签里没有 “{page_title(docname)}”：{titles}"
+
+
+def test_toc_links_jump_to_the_chapters(pdf):
+    """目录里每一章的链接都指向该章标题所在的页。"""
+    xml = run("pdftohtml", "-xml", "-i", "-stdout", "-q", "-f", "2", "-l", "4", str(pdf))
+    links = re.findall(r'<a href="[^"]*#(\d+)">(.*?)</a>', xml)
+    assert links, "目录里没有链接"
+    by_target: dict[int, str] = {}  # 目标页 → 指向它的所有链接文字（pdftohtml 把一行拆成几段）
+    for page, label in links:
+        by_target[int(page)] = by_target.get(int(page), "") + squash(re.sub(r"<[^>]+>", "", label))
+    pages = page_texts(pdf)
+    for docname in toc_docnames()[1:]:
+        title = squash(page_title(docname))
+        targets = [page for page, labels in by_target.items() if title in labels]
+        assert targets, f"目录里没有指向 “{title}” 的链接"
+        assert any(title in squash(pages[page - 1]) for page in targets), (
+            f"目录里 “{title}” 的链接指向第 {targets} 页，那里没有这个标题")
+
+
+# ---------------------------------------------------------------- 网站上的下载
+
+def test_pdf_is_offered_on_the_website(built_pdf, pdf):
+    html = built_pdf.root / "_build" / "html"
+    copy = html / PDF_ON_SITE
+    assert copy.is_file(), f"PDF 没有复制到网站目录 {copy}"
+    assert copy.read_bytes() == pdf.read_bytes(), "网站上的 PDF 不是最新构建的那一份"
+    index = (html / "book" / "index.html").read_text(encoding="utf-8")
+    assert f'href="../{PDF_ON_SITE}"' in index, "首页没有“下载 PDF”的链接"

@@ -1,0 +1,307 @@
+"""网站的静态检查（不开浏览器）：离线、中文、可访问性的基本要求，以及中文检索索引。
+
+都读整本书的一次全新构建（conftest 的 built_book）。在浏览器里的检查见 test_browser.py。
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+pytestmark = pytest.mark.book
+
+SEARCH_DICT = REPO / "book" / "search_dict.txt"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def toc_docnames() -> list[str]:
+    """_toc.yml 里的全部页面（文档名，不带后缀），按目录顺序。"""
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
+    names = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                names.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return names
+
+
+def is_notebook_page(docname: str) -> bool:
+    """有 jupytext 头和 kernelspec 的 MyST 页面才会执行，也才有 .ipynb 可下载。"""
+    text = (REPO / f"{docname}.md").read_text(encoding="utf-8")
+    head = text.split("\n---", 1)[0] if text.startswith("---") else ""
+    return "kernelspec:" in head
+
+
+class Resources(HTMLParser):
+    """收集一页 HTML 里会被浏览器自动加载的资源地址，以及 <html lang>、搜索框提示。"""
+
+    LOADS = {"script": "src", "img": "src", "iframe": "src", "source": "src", "video": "src",
+             "audio": "src", "embed": "src", "object": "data"}
+
+    def __init__(self):
+        super().__init__()
+        self.loads: list[str] = []
+        self.lang: str | None = None
+        self.placeholders: list[str] = []
+        self.links: list[tuple[str, str]] = []  # (rel, href)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "html":
+            self.lang = a.get("lang")
+        if tag in self.LOADS and a.get(self.LOADS[tag]):
+            self.loads.append(a[self.LOADS[tag]])
+        if tag == "img" and a.get("srcset"):
+            self.loads += [part.split()[0] for part in a["srcset"].split(",") if part.strip()]
+        if tag == "link" and a.get("href"):
+            self.links.append((a.get("rel") or "", a["href"]))
+            if a.get("rel") in ("stylesheet", "icon", "preload", "modulepreload", "manifest",
+                                "shortcut icon", "apple-touch-icon"):
+                self.loads.append(a["href"])
+        if tag == "input" and a.get("placeholder") is not None:
+            self.placeholders.append(a["placeholder"])
+
+
+def parse(path: Path) -> Resources:
+    parser = Resources()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def is_remote(url: str) -> bool:
+    return bool(re.match(r"^(?:[a-z][a-z0-9+.-]*:)?//", url, re.I))
+
+
+@pytest.fixture(scope="module")
+def html(built_book) -> Path:
+    return built_book.html
+
+
+@pytest.fixture(scope="module")
+def pages(html) -> list[Path]:
+    found = sorted(p for p in html.rglob("*.html")
+                   if "_static" not in p.parts and "reports" not in p.parts)
+    assert found, f"{html} 下没有 HTML 页面"
+    return found
+
+
+def test_every_toc_page_is_built(html):
+    missing = [d for d in toc_docnames() if not (html / f"{d}.html").is_file()]
+    assert not missing, f"目录里的这些页面没有生成 HTML: {missing}"
+
+
+def test_html_lang_is_zh_cn(pages):
+    wrong = {p.name: parse(p).lang for p in pages if parse(p).lang != "zh-CN"}
+    assert not wrong, f'这些页面的 <html lang> 不是 "zh-CN": {wrong}'
+
+
+def test_no_page_loads_anything_from_another_host(html, pages):
+    """离线优先：脚本、样式、图片、图标都来自本站，页面里没有任何指向其他主机的加载。"""
+    remote = {str(p.relative_to(html)): [u for u in parse(p).loads if is_remote(u)] for p in pages}
+    remote = {k: v for k, v in remote.items() if v}
+    assert not remote, f"这些页面从其他主机加载资源: {remote}"
+
+
+def test_stylesheets_pull_no_fonts_or_css_from_another_host(html):
+    bad = {}
+    for css in (html / "_static").rglob("*.css"):
+        text = css.read_text(encoding="utf-8", errors="replace")
+        hits = re.findall(r"""(?:url\(\s*['"]?|@import\s+['"]?)((?:https?:)?//[^'")\s]+)""", text)
+        if hits:
+            bad[str(css.relative_to(html))] = hits
+    assert not bad, f"样式表里有指向其他主机的 url()/@import（字体或 CSS 走了 CDN）: {bad}"
+
+
+def test_mathjax_is_bundled_and_loaded_once_per_page(html, pages):
+    """有公式的页面用本站自带的 MathJax 3；它不在源目录的 _static 里，不会给每页挂几十个脚本。"""
+    with_math = 0
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        scripts = parse(page).loads
+        mathjax = [s for s in scripts if "mathjax" in s.lower()]
+        if 'class="math' in text:
+            with_math += 1
+            assert len(mathjax) == 1, f"{page.name}: MathJax 脚本应恰好一个，实际 {mathjax}"
+            target = (page.parent / mathjax[0].split("?")[0]).resolve()
+            assert target.is_file(), f"{page.name}: MathJax 脚本 {mathjax[0]} 不存在"
+        assert len([s for s in scripts if s.endswith(".js") or ".js?" in s]) < 40, \
+            f"{page.name} 挂了 {len(scripts)} 个脚本：是不是有大目录被放进了 html_static_path？"
+    assert with_math, "没有一页含公式：MathJax 检查落空"
+    static_dirs = [REPO / "_static", REPO / "book" / "_static"]
+    leaked = [p for d in static_dirs if d.is_dir() for p in d.rglob("*") if "mathjax" in p.name.lower()]
+    assert not leaked, f"MathJax 不应放进源目录的 _static（会被挂到每一页）: {leaked}"
+
+
+def test_search_box_placeholder_is_chinese(html, pages):
+    themed = [p for p in pages if 'http-equiv="refresh"' not in p.read_text(encoding="utf-8")]
+    wrong = {p.name: parse(p).placeholders for p in themed
+             if not parse(p).placeholders or not all(CJK.search(t) for t in parse(p).placeholders)}
+    assert not wrong, f"这些页面的搜索框提示不是中文: {wrong}"
+
+
+# 主题和扩展默认留下的英文界面文字（book/_ext/book_site.py 把它们换成了中文）
+ENGLISH_UI = ["Click to show", "Click to hide", "Color mode", "System Settings",
+              "Toggle primary sidebar", "Toggle secondary sidebar", 'aria-label="Main"',
+              "© Copyright", "Search this book", "Print to PDF", 'title="Link to this']
+
+
+def test_interface_strings_are_chinese(html, pages):
+    found = {}
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        hits = [s for s in ENGLISH_UI if s in text]
+        if hits:
+            found[str(page.relative_to(html))] = hits
+    assert not found, f"这些页面还有英文界面文字: {found}"
+
+
+def test_root_index_redirects_to_the_book(html):
+    text = (html / "index.html").read_text(encoding="utf-8")
+    assert re.search(r'http-equiv="refresh" content="0; url=book/index.html"', text), text
+    assert "<title>Attention 机制与 Transformer Block</title>" in text, text
+
+
+def test_page_title_and_favicon(html):
+    index = (html / "book" / "index.html").read_text(encoding="utf-8")
+    title = re.search(r"<title>(.*?)</title>", index, re.S).group(1)
+    assert "Attention 机制与 Transformer Block" in title, title
+    for page in (html / "book").glob("*.html"):
+        icons = [href for rel, href in parse(page).links if "icon" in rel]
+        assert icons, f"{page.name} 没有 favicon"
+        assert all((page.parent / h).resolve().is_file() for h in icons), f"{page.name}: {icons}"
+
+
+@pytest.mark.parametrize("docname", [d for d in toc_docnames()])
+def test_page_offers_md_and_ipynb_downloads(html, docname):
+    """每页的下载菜单里有 .md 源文件；会执行的页面还有执行后的 .ipynb（含输出）。"""
+    page = html / f"{docname}.html"
+    hrefs = [h for h in re.findall(r'href="([^"]*_sources/[^"]*)"', page.read_text(encoding="utf-8"))]
+    md = [h for h in hrefs if h.endswith(".md")]
+    assert md, f"{docname}: 下载菜单里没有 .md"
+    assert (page.parent / md[0]).resolve().is_file(), md[0]
+    if is_notebook_page(docname):
+        nb = [h for h in hrefs if h.endswith(".ipynb")]
+        assert nb, f"{docname}: 下载菜单里没有 .ipynb"
+        notebook = json.loads((page.parent / nb[0]).resolve().read_text(encoding="utf-8"))
+        unexecuted = [c["source"][:60] for c in notebook["cells"]
+                      if c["cell_type"] == "code" and c.get("execution_count") is None]
+        assert not unexecuted, f"{docname}: 下载的 .ipynb 里有没执行过的单元: {unexecuted}"
+
+
+def test_download_menu_links_the_whole_book_pdf(html, pages):
+    """每页的下载菜单都指向 make pdf 放到网站根目录的那一份 PDF（文件名与 tools/build_book.py 一致）。"""
+    on_site = re.search(r'^PDF_ON_SITE = "([^"]+)"', (REPO / "tools" / "build_book.py").read_text(
+        encoding="utf-8"), re.M).group(1)
+    for page in (html / "book").glob("*.html"):
+        links = re.findall(r'href="([^"]*)"[^>]*download-book-pdf-button', page.read_text(encoding="utf-8"))
+        assert links, f"{page.name}: 下载菜单里没有整本书的 PDF"
+        assert (page.parent / links[0]).resolve() == (html / on_site).resolve(), links
+
+
+# ---- 中文检索 --------------------------------------------------------------------------------
+
+def load_search_index(html: Path) -> dict:
+    text = (html / "searchindex.js").read_text(encoding="utf-8")
+    return json.loads(text[text.index("(") + 1: text.rindex(")")])
+
+
+def search(index: dict, word: str) -> set[str]:
+    """照 Sphinx 的 searchtools.js 查一个词：精确匹配，长于 2 个字时也按子串匹配。返回文档名。"""
+    found: set[int] = set()
+    for table in (index["terms"], index["titleterms"]):
+        keys = [word] if word in table or len(word) <= 2 else [t for t in table if word in t]
+        for key in keys:
+            files = table.get(key)
+            if files is None:
+                continue
+            found.update(files if isinstance(files, list) else [files])
+    return {index["docnames"][i] for i in found}
+
+
+def dictionary_terms() -> list[str]:
+    return [line.split()[0] for line in SEARCH_DICT.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
+def test_search_dictionary_is_well_formed():
+    terms = dictionary_terms()
+    assert len(terms) == len(set(terms)), "词典里有重复的词"
+    assert all(len(t) >= 2 for t in terms), "单字词不会被检索（Sphinx 丢弃一个字的词）"
+    for line in SEARCH_DICT.read_text(encoding="utf-8").splitlines():
+        assert re.fullmatch(r"\S+( \d+)?( [a-z]+)?", line), f"jieba 词典行格式不对: {line!r}"
+
+
+class ArticleText(HTMLParser):
+    """一页正文（<article>）里的文字，不含 <script>/<style>：大致就是 Sphinx 为检索收录的内容。"""
+
+    def __init__(self):
+        super().__init__()
+        self.depth = 0
+        self.skip = 0
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "article":
+            self.depth += 1
+        if tag in ("script", "style"):
+            self.skip += 1
+
+    def handle_endtag(self, tag):
+        if tag == "article":
+            self.depth -= 1
+        if tag in ("script", "style"):
+            self.skip -= 1
+
+    def handle_data(self, data):
+        if self.depth > 0 and not self.skip:
+            self.parts.append(data)
+
+
+def article_text(page: Path) -> str:
+    parser = ArticleText()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return "\n".join(parser.parts)  # Sphinx 按文字节点分词，跨标签的词不算
+
+
+def test_chinese_search_finds_every_page_that_uses_each_term(html):
+    """词典里的每个术语：正文里用到它的每一页，搜这个词都能找到（讲它的那一页自然在内）。
+
+    没有 jieba 词典时，“因果遮蔽”会被切成“因果”“遮蔽”，搜整个词什么也找不到。
+    """
+    index = load_search_index(html)
+    texts = {d: article_text(html / f"{d}.html") for d in toc_docnames()}
+    problems = []
+    used = 0
+    for term in dictionary_terms():
+        pages = {d for d, t in texts.items() if term in t}
+        if not pages:
+            continue  # 书里（还）没有这个词
+        used += 1
+        missing = pages - search(index, term)
+        if missing:
+            problems.append(f"{term}: 搜不到 {sorted(missing)}")
+    assert used >= 10, f"词典里只有 {used} 个词出现在书中：词典和正文对不上？"
+    assert not problems, "中文检索找不到用到这些术语的页面:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("term, docname", [
+    ("因果遮蔽", "book/s3_causal_mask"),
+    ("多头注意力", "book/s4_multi_head"),
+])
+def test_search_index_key_terms(html, term, docname):
+    assert docname in search(load_search_index(html), term)
