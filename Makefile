@@ -22,7 +22,11 @@ html: setup
 	$(PY) tools/build_book.py --builder html
 
 # 全部测试：单元测试、失败样例书、过期输出测试，以及从全新 Sphinx 环境构建整本书
+# 测试还要构建 PDF、驱动浏览器：以 root 运行时缺的 Debian 包（TeX、中文字体、chromium）会被装上，
+# 否则停下来并列出要装的包
 test: setup
+	@tools/system_deps.sh install pdf
+	@tools/system_deps.sh install browser
 	$(PY) -m pytest
 
 # PDF（XeLaTeX），输出到 _build/latex/book.pdf，并复制到网站 _build/html/attention-transformer-block.pdf

@@ -6,7 +6,8 @@
 
 1. **不发布过期输出**。jupyter-cache 只按代码单元的源码、元数据和 kernelspec 判断要不要重跑，
    改了 `src/minigpt` 里的函数，页面却不会重跑。这里对 `src/minigpt/**/*.py`、`requirements.txt`
-   和 `pyproject.toml` 求一个摘要（执行键），与上次构建时记下的不同，就清空执行缓存。
+   和 `pyproject.toml` 求一个摘要（执行键），与上次构建时记下的不同，就清空执行缓存，并从全新的
+   Sphinx 环境构建（页面文本没变时 Sphinx 不会重读它，也就不会重新执行它）。
 2. **增量构建不掩盖旧错误**。Sphinx 不会为没有重读的页面重发警告；上一次构建没有成功
    （或要求 `--fresh`）时，就用 `--all` 从全新的 Sphinx 环境构建。
 3. **并行预执行**。Jupyter Book 1.x 一页一页地执行笔记本；这里先用两个进程把执行缓存里缺的页面
@@ -46,18 +47,18 @@ def execution_key(root: Path) -> str:
     return digest.hexdigest()
 
 
-def invalidate_stale_cache(build_dir: Path, key: str) -> bool:
-    """执行键变了就删掉 jupyter-cache，返回是否删除。"""
+def invalidate_stale_cache(build_dir: Path, key: str) -> str | None:
+    """执行键变了就删掉 jupyter-cache。返回 None（没变）、"first"（第一次构建）或 "changed"。"""
     key_file = build_dir / ".exec-key"
     cache = build_dir / ".jupyter_cache"
     old = key_file.read_text().strip() if key_file.exists() else None
     if old == key:
-        return False
+        return None
     if cache.exists():
         shutil.rmtree(cache)
     build_dir.mkdir(parents=True, exist_ok=True)
     key_file.write_text(key + "\n")
-    return old is not None
+    return "first" if old is None else "changed"
 
 
 def yaml_load(path: Path) -> dict:
@@ -82,7 +83,10 @@ def build_env(root: Path) -> dict[str, str]:
 
 def warm_up(env: dict[str, str]) -> None:
     """预先建立 matplotlib 字体缓存，免得第一次 import 的提示写进页面的 stderr。"""
-    Path(env["MPLCONFIGDIR"]).mkdir(parents=True, exist_ok=True)
+    config_dir = Path(env["MPLCONFIGDIR"])
+    if list(config_dir.glob("fontlist-*.json")):  # 缓存已经建好
+        return
+    config_dir.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [sys.executable, "-c", "import matplotlib.pyplot"],
         env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -203,16 +207,23 @@ def main(argv: list[str] | None = None) -> int:
     out = (args.out or root).resolve()
     build_dir = out / "_build"
     env = build_env(root)
-    if invalidate_stale_cache(build_dir, execution_key(root)):
+    key_change = invalidate_stale_cache(build_dir, execution_key(root))
+    if key_change == "changed":
         print("[build_book] src/minigpt 或依赖有改动：已清空执行缓存，所有页面将重新执行。", flush=True)
     warm_up(env)
     os.environ.update(env)  # 预执行的内核与 Sphinx 的内核用同样的环境
-    config = yaml_load(root / "_config.yml")
-    pre_execute(toc_pages(root, (args.toc or root / "_toc.yml").resolve()),
-                build_dir / ".jupyter_cache", int(config.get("execute", {}).get("timeout", 30)))
-
     ok_marker = build_dir / f".last-{args.builder}-ok"
-    fresh = args.fresh or not ok_marker.exists()
+    pages = toc_pages(root, (args.toc or root / "_toc.yml").resolve())
+    # 上次成功之后没有页面改过、执行键也没变：缓存里什么都不缺，省掉预执行的检查
+    unchanged = (ok_marker.exists() and key_change is None
+                 and all(p.stat().st_mtime < ok_marker.stat().st_mtime for p in pages))
+    if not unchanged:
+        config = yaml_load(root / "_config.yml")
+        pre_execute(pages, build_dir / ".jupyter_cache",
+                    int(config.get("execute", {}).get("timeout", 30)))
+
+    # 页面文本没变时 Sphinx 不会重读它，也就不会重新执行：缓存清空之后必须从全新环境构建
+    fresh = args.fresh or not ok_marker.exists() or key_change is not None
     ok_marker.unlink(missing_ok=True)
 
     cmd = [
