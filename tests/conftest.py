@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -15,6 +16,16 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = REPO / "tools" / "build_book.py"
 FAILING_PAGES = Path(__file__).resolve().parent / "fixtures" / "failing_pages"
+
+_spec = importlib.util.spec_from_file_location("build_book", BUILD_SCRIPT)
+build_book = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(build_book)
+
+
+def toc_docnames() -> list[str]:
+    """_toc.yml 里的全部页面（文档名，不带后缀），按目录顺序；与构建脚本读目录的方式相同。"""
+    pages = build_book.toc_pages(REPO, REPO / "_toc.yml")
+    return [page.relative_to(REPO).with_suffix("").as_posix() for page in pages]
 
 
 @dataclass

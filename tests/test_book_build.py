@@ -11,9 +11,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-import yaml
 
-from conftest import REPO
+from conftest import REPO, toc_docnames
 
 pytestmark = pytest.mark.book
 
@@ -23,16 +22,6 @@ SOURCE = next(
     (p for p in (REPO.parent / "shared" / _SOURCE_NAME, Path("/work/shared") / _SOURCE_NAME) if p.exists()),
     Path("/work/shared") / _SOURCE_NAME,
 )
-
-
-def toc_files() -> list[str]:
-    """按目录顺序列出所有页面（不含扩展名）。"""
-    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        files += [chapter["file"] for chapter in part.get("chapters", [])]
-    files += [chapter["file"] for chapter in toc.get("chapters", [])]
-    return files
 
 
 def page_source(doc: str) -> str:
@@ -65,7 +54,7 @@ def test_book_builds_from_a_fresh_sphinx_environment(built_book):
         assert "build succeeded" in built_book.output
 
 
-@pytest.mark.parametrize("doc", toc_files())
+@pytest.mark.parametrize("doc", toc_docnames())
 def test_every_toc_page_is_rendered_with_its_executed_output(built_book, doc):
     html_file = built_book.html / f"{doc}.html"
     assert html_file.exists(), f"{doc} 没有生成 HTML"
@@ -95,7 +84,7 @@ def prose_of(text: str) -> str:
     return _MATH_OR_CODE.sub("", _FENCE.sub("", text))
 
 
-@pytest.mark.parametrize("doc", toc_files())
+@pytest.mark.parametrize("doc", toc_docnames())
 def test_prose_has_no_hand_typed_computed_numbers(doc):
     """正文里三位以上的小数只能来自 glue；表格里的也算正文。"""
     found = _LONG_DECIMAL.findall(prose_of(page_source(doc)))

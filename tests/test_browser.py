@@ -22,7 +22,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from test_site import toc_docnames
+from conftest import toc_docnames
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import importlib.util
 import re
-from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import nbformat

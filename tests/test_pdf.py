@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, BuildResult, run_build
+from conftest import REPO, BuildResult, run_build, toc_docnames
 
 pytestmark = [pytest.mark.book, pytest.mark.pdf]  # 要构建整本书（HTML 与 PDF）
 
@@ -106,24 +106,6 @@ def page_texts(pdf: Path) -> list[str]:
 
 
 # ---------------------------------------------------------------- 目录与页面
-
-def toc_docnames() -> list[str]:
-    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
-    names = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                names.append(node["file"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk({k: v for k, v in toc.items() if k != "root"})
-    return names
-
 
 def page_title(docname: str) -> str:
     """页面的第一个一级标题（跳过 jupytext 头和代码块）。"""

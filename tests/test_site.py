@@ -11,33 +11,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-import yaml
 
-from conftest import REPO
+from conftest import REPO, toc_docnames
 
 pytestmark = pytest.mark.book
 
 SEARCH_DICT = REPO / "book" / "search_dict.txt"
 CJK = re.compile(r"[\u4e00-\u9fff]")
-
-
-def toc_docnames() -> list[str]:
-    """_toc.yml 里的全部页面（文档名，不带后缀），按目录顺序。"""
-    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
-    names = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                names.append(node["file"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk({k: v for k, v in toc.items() if k != "root"})
-    return names
 
 
 def is_notebook_page(docname: str) -> bool:

@@ -18,13 +18,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
+from build_book import toc_pages  # tools/ 在 sys.path 上：与构建脚本读目录的方式相同
 
 REPO = Path(__file__).resolve().parent.parent
 COPY = ["book", "src", "tools", "_config.yml", "_toc.yml", "requirements.txt", "pyproject.toml"]
 
 FLOOR_SCRIPT = r'''
-import os, sys, time
+import os, sys
 from pathlib import Path
 from IPython.core.interactiveshell import InteractiveShell
 from myst_nb.core.read import read_myst_markdown_notebook
@@ -43,12 +43,6 @@ for page in sys.argv[1:]:
         if not result.success and "raises-exception" not in tags:
             raise SystemExit(f"{page}: 代码单元出错: {result.error_in_exec or result.error_before_exec}")
 '''
-
-
-def toc_pages(root: Path) -> list[Path]:
-    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    docs = [toc["root"]] + [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]
-    return [root / f"{doc}.md" for doc in docs]
 
 
 def timed(cmd: list[str], cwd: Path) -> float:
@@ -70,7 +64,7 @@ def main() -> None:
             else:
                 shutil.copy(src, root / name)
         build = [sys.executable, str(root / "tools" / "build_book.py"), "--root", str(root)]
-        pages = toc_pages(root)
+        pages = toc_pages(root, root / "_toc.yml")
         code_pages = [p for p in pages if "```{code-cell}" in p.read_text(encoding="utf-8")]
         target = code_pages[len(code_pages) // 2]
 

@@ -94,14 +94,24 @@ def warm_up(env: dict[str, str]) -> None:
 
 
 def toc_pages(root: Path, toc: Path) -> list[Path]:
-    """目录里列出的所有 .md 页面（按顺序）。"""
+    """目录里列出的所有 .md 页面，按目录顺序（含 parts / chapters / sections 各层）。"""
     import yaml
 
     data = yaml.safe_load(toc.read_text(encoding="utf-8"))
     docs = [data["root"]]
-    for part in data.get("parts", []):
-        docs += [c["file"] for c in part.get("chapters", [])]
-    docs += [c["file"] for c in data.get("chapters", [])]
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            if "file" in node:
+                docs.append(node["file"])
+            for key, value in node.items():
+                if key != "root":
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(data)
     return [root / f"{doc}.md" for doc in docs if (root / f"{doc}.md").exists()]
 
 
