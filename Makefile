@@ -17,9 +17,15 @@ $(STAMP): requirements.txt pyproject.toml
 setup: $(STAMP)
 	@tools/system_deps.sh install html
 
-# 构建网站到 _build/html（警告即失败；包或依赖一变就重跑所有页面）
+# 构建网站到 _build/html（警告即失败；包或依赖一变就重跑所有页面）。
+# 网站上的“下载 PDF”也是网站的一部分：装了 TeX 就顺带构建 PDF（没有改动时只需几秒），否则提示一句
 html: setup
 	$(PY) tools/build_book.py --builder html
+	@if tools/system_deps.sh check pdf 2>/dev/null; then \
+	  $(PY) tools/build_book.py --builder pdflatex; \
+	else \
+	  echo "提示：没有装构建 PDF 的 TeX，网站上的“下载 PDF”链接暂时无效；按 make pdf 的提示装好后再运行 make html。"; \
+	fi
 
 # 全部测试：单元测试、失败样例书、过期输出测试，以及从全新 Sphinx 环境构建整本书
 # 测试还要构建 PDF、驱动浏览器：以 root 运行时缺的 Debian 包（TeX、中文字体、chromium）会被装上，
