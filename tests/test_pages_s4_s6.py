@@ -21,7 +21,7 @@ from minigpt.layers import (
     TransformerBlock,
     feedforward_num_params,
 )
-from test_pages_s1_s3 import assert_figures, load
+from pagekit import assert_figures, load
 
 pytestmark = pytest.mark.book
 

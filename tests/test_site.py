@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, toc_docnames
+from pagekit import load_path
 
 pytestmark = pytest.mark.book
 
@@ -226,36 +227,9 @@ def test_search_dictionary_is_well_formed():
         assert re.fullmatch(r"\S+( \d+)?( [a-z]+)?", line), f"jieba 词典行格式不对: {line!r}"
 
 
-class ArticleText(HTMLParser):
-    """一页正文（<article>）里的文字，不含 <script>/<style>：大致就是 Sphinx 为检索收录的内容。"""
-
-    def __init__(self):
-        super().__init__()
-        self.depth = 0
-        self.skip = 0
-        self.parts: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "article":
-            self.depth += 1
-        if tag in ("script", "style"):
-            self.skip += 1
-
-    def handle_endtag(self, tag):
-        if tag == "article":
-            self.depth -= 1
-        if tag in ("script", "style"):
-            self.skip -= 1
-
-    def handle_data(self, data):
-        if self.depth > 0 and not self.skip:
-            self.parts.append(data)
-
-
 def article_text(page: Path) -> str:
-    parser = ArticleText()
-    parser.feed(page.read_text(encoding="utf-8"))
-    return "\n".join(parser.parts)  # Sphinx 按文字节点分词，跨标签的词不算
+    """一页正文里的文字（大致就是 Sphinx 为检索收录的内容）。"""
+    return "\n".join(load_path(page).chunks)  # Sphinx 按文字节点分词，跨标签的词不算
 
 
 def test_chinese_search_finds_every_page_that_uses_each_term(html):

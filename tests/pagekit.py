@@ -1,0 +1,118 @@
+"""读渲染后页面的正文（<article> 里的文字、链接、图片、glue 填入的文字和公式），供各页面测试共用。
+
+只看正文，不看侧边栏：侧边栏对每一页都列出全部链接。
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+
+
+@dataclass
+class Page:
+    path: Path
+    title: str = ""
+    text: str = ""
+    hrefs: list[str] = field(default_factory=list)
+    imgs: list[str] = field(default_factory=list)
+    figure_ids: list[str] = field(default_factory=list)
+    pasted: list[str] = field(default_factory=list)
+    math: list[str] = field(default_factory=list)
+    chunks: list[str] = field(default_factory=list)  # <article> 里的文字节点，按出现顺序
+
+
+class ArticleParser(HTMLParser):
+    """收集 <article> 里的文字、链接、图片、图的 id、glue 填入的文字和公式源码。"""
+
+    def __init__(self, page: Page):
+        super().__init__()
+        self.page = page
+        self.depth = 0          # 在 <article> 里的嵌套深度
+        self.skip = 0           # 在 <script>/<style> 里
+        self.in_h1 = False
+        self.capture: list[str] | None = None  # 正在收集的 span/div（pasted-text 或 math）
+        self.capture_kind = ""
+        self.capture_depth = 0  # 收集中遇到的 span/div 嵌套层数（公式编号也是一个 span）
+        self.chunks: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "article":
+            self.depth += 1
+        if not self.depth:
+            return
+        if tag in ("script", "style"):
+            self.skip += 1
+        classes = (a.get("class") or "").split()
+        if tag == "h1" and not self.page.title:
+            self.in_h1 = True
+        if tag == "a" and a.get("href"):
+            self.page.hrefs.append(a["href"])
+        if tag == "img" and a.get("src"):
+            self.page.imgs.append(a["src"])
+        if tag == "figure" and a.get("id"):
+            self.page.figure_ids.append(a["id"])
+        if self.capture is not None and tag in ("span", "div"):
+            self.capture_depth += 1
+        elif tag in ("span", "div"):
+            if "pasted-text" in classes:
+                self.capture, self.capture_kind = [], "pasted"
+            elif "math" in classes:
+                self.capture, self.capture_kind = [], "math"
+
+    def handle_endtag(self, tag):
+        if not self.depth:
+            return
+        if tag in ("script", "style"):
+            self.skip -= 1
+        if tag == "h1" and self.in_h1:
+            self.in_h1 = False
+            self.page.title = re.sub(r"\s+", " ", self.page.title).replace("#", "").strip()
+        if tag in ("span", "div") and self.capture is not None and self.capture_depth:
+            self.capture_depth -= 1
+        elif tag in ("span", "div") and self.capture is not None:
+            value = "".join(self.capture).strip()
+            (self.page.pasted if self.capture_kind == "pasted" else self.page.math).append(value)
+            self.capture = None
+        if tag == "article":
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if not self.depth or self.skip:
+            return
+        self.chunks.append(data)
+        if self.in_h1:
+            self.page.title += data
+        if self.capture is not None:
+            self.capture.append(data)
+
+
+def load(built_book, name: str) -> Page:
+    return load_path(built_book.html / "book" / f"{name}.html")
+
+
+def load_path(path: Path) -> Page:
+    """读一页 HTML 的正文（<article>），不含侧边栏。"""
+    name = path.stem
+    assert path.is_file(), f"没有生成 {path}"
+    page = Page(path)
+    parser = ArticleParser(page)
+    parser.feed(path.read_text(encoding="utf-8"))
+    page.chunks = parser.chunks
+    page.text = "".join(parser.chunks)
+    assert page.text.strip(), f"{name}.html 的 <article> 是空的"
+    return page
+
+
+def assert_figures(page: Page, expected: dict[str, str]):
+    """expected: {图的 id: 编号}。每张图恰好一张图片、图片文件存在、正文里按编号引用了它。"""
+    assert sorted(page.figure_ids) == sorted(expected), page.figure_ids
+    assert len(page.imgs) == len(expected), f"图片数 {len(page.imgs)} ≠ 图数 {len(expected)}（有图显示了两次？）"
+    for src in page.imgs:
+        assert (page.path.parent / src).resolve().is_file(), f"图片文件不存在：{src}"
+    for fig_id, number in expected.items():
+        assert f'#{fig_id}' in page.hrefs, f"正文没有引用 {fig_id}"
+        assert f"图 {number}" in page.text, f"页面上没有“图 {number}”"
