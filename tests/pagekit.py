@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -116,3 +117,30 @@ def assert_figures(page: Page, expected: dict[str, str]):
     for fig_id, number in expected.items():
         assert f'#{fig_id}' in page.hrefs, f"正文没有引用 {fig_id}"
         assert f"图 {number}" in page.text, f"页面上没有“图 {number}”"
+
+
+def plain(html: str) -> str:
+    """去掉 HTML 标签、还原字符实体、合并空白之后的文字。"""
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", "", html))).strip()
+
+
+def self_check(page: Page) -> list[tuple[str, str]]:
+    """页面末尾“想一想”一节里的（问题, 答案）对，按顺序。
+
+    要求：它是正文最后一个二级标题；每道题是一个编号列表项，紧跟一个标题为“答案”的折叠块
+    （`admonition` + `dropdown`）；没有落单的问题或答案。
+    """
+    html = page.path.read_text(encoding="utf-8")
+    article = html[html.index("<article"):html.index("</article>")]
+    heads = [m.start() for m in re.finditer(r"<h2[ >]", article)]
+    start = next((h for h in heads if "想一想<" in article[h:h + 200]), None)
+    assert start is not None, f"{page.path.name} 没有“想一想”一节"
+    assert start == heads[-1], f"{page.path.name} 的“想一想”不是最后一节"
+    section = article[start:]
+    pairs = re.findall(
+        r'<ol class="arabic simple"(?: start="\d+")?>\s*<li>(.*?)</li>\s*</ol>\s*'
+        r'<div class="dropdown admonition">\s*<p class="admonition-title">答案</p>(.*?)</div>',
+        section, re.S)
+    assert len(pairs) == section.count("<li>") == section.count("admonition-title"), \
+        f"{page.path.name}：“想一想”里的问题和折叠的答案没有一一对应"
+    return [(plain(q), plain(a)) for q, a in pairs]

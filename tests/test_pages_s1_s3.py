@@ -10,7 +10,9 @@ import re
 
 import pytest
 
-from pagekit import assert_figures, load
+import torch
+
+from pagekit import assert_figures, load, plain, self_check
 
 pytestmark = pytest.mark.book
 
@@ -79,6 +81,32 @@ def test_s2_figures(built_book):
 # ---------------------------------------------------------------- 第 3 节
 
 
+def _article(page) -> str:
+    html = page.path.read_text(encoding="utf-8")
+    return html[html.index("<article"):html.index("</article>")]
+
+
+def _tables(page) -> list[tuple[list[str], list[list[str]]]]:
+    """正文里每张表的（表头单元格, 各行单元格），都是去掉标签后的文字。"""
+    def cells(html, tag):
+        return [plain(c) for c in re.findall(rf"<{tag}[^>]*>(.*?)</{tag}>", html, re.S)]
+    tables = []
+    for t in re.findall(r"<table.*?</table>", _article(page), re.S):
+        head = t.split("<tbody>")[0]
+        body = t.split("<tbody>")[1] if "<tbody>" in t else ""
+        rows = [cells(r, "td") for r in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)]
+        tables.append((cells(head, "th"), rows))
+    return tables
+
+
+def _paragraph_with(page, needle: str) -> str:
+    """正文里含 needle 的那一个 <p> 段落（去掉标签）；必须恰好一个。"""
+    paras = [plain(p) for p in re.findall(r"<p>(.*?)</p>", _article(page), re.S)]
+    found = [p for p in paras if needle in p]
+    assert len(found) == 1, (needle, found)
+    return found[0]
+
+
 def test_s3_illustrative_rows_are_computed_not_copied(built_book):
     page = load(built_book, "s3_causal_mask")
     assert page.title.endswith("因果遮蔽")
@@ -90,16 +118,66 @@ def test_s3_illustrative_rows_are_computed_not_copied(built_book):
     assert "0.22, 0.27" not in page.text
 
 
+def test_s3_every_position_has_a_question_and_the_last_one_predicts_past_the_sentence(built_book):
+    page = load(built_book, "s3_causal_mask")
+    head, rows = next((h, r) for h, r in _tables(page) if h and h[0] == "位置")
+    words = "the cat sat on the mat".split()
+    assert len(rows) == len(words), rows  # 六个 token，六道题，不是五道
+    for i, row in enumerate(rows[:-1]):
+        assert row == [str(i), " ".join(words[:i + 1]), words[i + 1]], row
+    assert rows[-1][:2] == ["5", "the cat sat on the mat"] and "句子后面" in rows[-1][2], rows[-1]
+    # 正文说清最后一个位置在训练时和生成时各猜什么
+    last = _paragraph_with(page, "最后一个位置 mat")
+    assert "训练时" in last and "生成时" in last, last
+
+
+def test_s3_leak_is_any_nonzero_weight_and_training_would_grow_it(built_book):
+    page = load(built_book, "s3_causal_mask")
+    leak = _paragraph_with(page, "只要未来 token 的权重不是 0")
+    # 这一段引用的是 glue 进来的、cat 分给 sat 的权重（示意分数的 softmax）
+    toy = torch.softmax(torch.tensor([0.3, 0.5, 0.8]), dim=-1)
+    assert f"占了 {toy[2].item():.2f}" in leak, leak
+    assert "最大" not in leak, "泄露与份额是否最大无关"
+    assert "梯度下降" in leak and "加大这份权重" in leak, leak
+
+
 def test_s3_mask_weights_and_cat_sat(built_book):
     page = load(built_book, "s3_causal_mask")
-    assert re.search(r"\[\[1, 0, 0\],\s*\[1, 1, 0\],\s*\[1, 1, 1\]\]", page.text), "没有打印出下三角 mask"
+    assert re.search(r"\[\[1, 0, 0\],\s*\[1, 1, 0\],\s*\[1, 1, 1\]\]", page.text), "没有打印出下三角遮蔽矩阵"
     assert "-inf" in page.text
     assert "0.3905" in page.pasted and "0.0000" in page.pasted  # cat → sat：遮蔽前 / 遮蔽后
     assert "0.4524" in page.text and "0.5476" in page.text
     for name in ("to_nn_mha_mask", "to_sdpa_mask", "ValueError"):
         assert name in page.text, name
-    for word in ("从前有座山", "冰雪", "融化", "键盘"):
-        assert word in page.text, word
+
+
+def test_s3_tables_have_no_empty_header_cells_and_prose_says_因果遮蔽(built_book):
+    page = load(built_book, "s3_causal_mask")
+    tables = _tables(page)
+    assert len(tables) >= 2
+    for head, _ in tables:
+        assert head and all(head), f"表头有空单元格：{head}"
+    # 遮蔽矩阵表：行是 Query，列是 Key
+    head, rows = next((h, r) for h, r in tables if h[1:] == ["the", "cat", "sat"])
+    assert rows == [["the", "1", "0", "0"], ["cat", "1", "1", "0"], ["sat", "1", "1", "1"]], rows
+    # 正文、图注、提示框里只用“因果遮蔽”，不写“因果 mask”（代码不算）
+    prose = plain(re.sub(r"<(pre|code)[^>]*>.*?</\1>", "", _article(page), flags=re.S))
+    assert "因果 mask" not in prose and "因果mask" not in prose
+
+
+def test_s3_visible_code_glues_nothing(built_book):
+    page = load(built_book, "s3_causal_mask")
+    assert "glue(" not in page.text and "myst_nb" not in page.text
+
+
+def test_s3_ends_with_self_check(built_book):
+    pairs = self_check(load(built_book, "s3_causal_mask"))
+    assert 2 <= len(pairs) <= 3, pairs
+    count, zero, _ = pairs[0], pairs[1], pairs[2]
+    assert "10 道" in count[1] and "55" in count[1], count  # 1 + 2 + … + 10
+    # “换成 0 而不是 -inf”那题的答案：sat 的权重是 glue 进来的 softmax([0.3, 0.5, 0])[2]
+    leaked = torch.softmax(torch.tensor([0.3, 0.5, 0.0]), dim=-1)[2].item()
+    assert f"{leaked:.2f}" in zero[1], zero
 
 
 def test_s3_figures(built_book):

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -21,7 +22,7 @@ from minigpt.layers import (
     TransformerBlock,
     feedforward_num_params,
 )
-from pagekit import assert_figures, load
+from pagekit import assert_figures, load, plain, self_check
 
 pytestmark = pytest.mark.book
 
@@ -47,13 +48,40 @@ def _links_to(page, doc: str) -> bool:
 # ---------------------------------------------------------------- 第 4 节
 
 
+def _article_html(page) -> str:
+    html = page.path.read_text(encoding="utf-8")
+    return html[html.index("<article"):html.index("</article>")]
+
+
+def _paragraphs(page) -> list[str]:
+    return [plain(p) for p in re.findall(r"<p>(.*?)</p>", _article_html(page), re.S)]
+
+
 def test_s4_title_and_width_names_table(built_book):
     page = load(built_book, "s4_multi_head")
     assert page.title.endswith("多头注意力")
     for name in ("d_model", "embed_dim", "hidden_size", "n_embd", "nn.MultiheadAttention", "HuggingFace"):
         assert name in page.text, name
     assert "表 4.1" in page.text  # 表有编号并被引用
-    assert "GPT-2" in page.text and "GPT-3" in page.text and "96" in page.text
+
+
+def test_s4_head_widths_of_real_models_are_computed_and_cited(built_book):
+    page = load(built_book, "s4_multi_head")
+    # 代码按公开的 d_model 与头数算出每个头的宽度
+    for name, d_model, h in (("原论文 base", 512, 8), ("GPT-2 small", 768, 12), ("GPT-3 175B", 12288, 96)):
+        row = rf"{re.escape(name)}\s+d_model =\s+{d_model}\s+h =\s+{h}\s+d_k = {d_model // h}"
+        assert re.search(row, page.text), name
+    # 给出这些尺寸的那一段引用了 GPT-2、GPT-3 的论文
+    para = next(p for p in _paragraphs(page) if "GPT-3" in p and "GPT-2" in p)
+    assert "Radford" in para and "Brown" in para, para
+
+
+def test_s4_states_the_multihead_equation(built_book):
+    page = load(built_book, "s4_multi_head")
+    eq = next((m for m in page.math if "MultiHead" in m), "")
+    for part in (r"\operatorname{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W^O",
+                 r"\mathrm{head}_i &= \operatorname{Attention}(Q W_i^Q,\; K W_i^K,\; V W_i^V)"):
+        assert part in eq, eq
 
 
 def test_s4_single_head_sat_row_is_glued_from_the_computation(built_book):
@@ -65,17 +93,61 @@ def test_s4_single_head_sat_row_is_glued_from_the_computation(built_book):
     assert "0.2493" in page.text and "0.3921" in page.text  # 打印出的整张权重表
 
 
-def test_s4_parameter_counts_and_naive_equals_fused(built_book):
+def test_s4_parameter_counts(built_book):
     page = load(built_book, "s4_multi_head")
     assert str(_n_params(torch.nn.Linear(8, 8))) in page.pasted
     assert str(_n_params(MultiHeadAttention(8, 2))) in page.pasted
     assert _n_params(MultiHeadAttention(8, 2)) == _n_params(NaiveMultiHeadAttention(8, 2))
-    # 两种写法的最大差是 glue 进去的，而且很小
-    diffs = [float(v) for v in page.pasted if re.fullmatch(r"\d\.\de[+-]\d\d", v)]
-    assert diffs and all(d < 1e-5 for d in diffs), page.pasted
     for name in ("class AttentionHead", "class NaiveMultiHeadAttention", "def split_heads",
                  "def merge_heads", "class MultiHeadAttention", "from_fused"):
         assert name in page.text, name
+
+
+def test_s4_naive_vs_fused_sentence_agrees_with_the_printed_difference(built_book):
+    page = load(built_book, "s4_multi_head")
+    printed = re.search(r"两种写法输出的最大绝对差: (\S+)\s+逐位相同: (True|False)", page.text)
+    assert printed, "没有打印出两种写法的最大差"
+    diff, identical = float(printed.group(1)), printed.group(2) == "True"
+    # 打印的值就是种子 42 的 x、mha 在因果遮蔽下真正算出来的
+    x, mha = _seeded_x_and(lambda: MultiHeadAttention(8, 2))
+    naive = NaiveMultiHeadAttention.from_fused(mha)
+    with torch.no_grad():
+        a, b = mha(x, causal_mask(5)), naive(x, causal_mask(5))
+    assert identical == torch.equal(a, b) and f"{(a - b).abs().max().item():.1e}" == printed.group(1)
+    # 紧跟输出的那一段结论和打印的值一致
+    para = next(p for p in _paragraphs(page) if "按行切开 W_Q.weight" in p)
+    if diff == 0:
+        assert identical and para.startswith("两种写法的输出逐位相同，最大差恰好是 0。"), para
+        assert "舍入误差的量级" not in para and "不是逐位相同" not in para
+    else:
+        assert not identical and para.startswith(f"两种写法的输出不是逐位相同，最大差是 {printed.group(1)}"), para
+
+
+def test_s4_transpose_contiguous_and_divisibility_are_shown(built_book):
+    page = load(built_book, "s4_multi_head")
+    # transpose(1, 2)：不挪头这一维，打分得到的是“头对头”的 2×2
+    assert "不 transpose 就打分: torch.Size([1, 5, 2, 2])" in page.text
+    assert "transpose 之后打分:  torch.Size([1, 2, 5, 5])" in page.text
+    # merge_heads 的 .contiguous()
+    assert "transpose 之后还连续吗？ False" in page.text
+    assert "直接 view: RuntimeError" in page.text
+    assert "先 contiguous 再 view: torch.Size([1, 5, 8])" in page.text
+    # d_model 不能被头数整除：包给出的中文错误原样打印
+    try:
+        MultiHeadAttention(d_model=8, num_heads=3)
+    except ValueError as err:
+        assert f"ValueError: {err}" in page.text
+    else:
+        raise AssertionError("MultiHeadAttention(8, 3) 没有报错")
+
+
+def test_s4_each_head_scales_by_its_own_sqrt_dk_and_shares_the_mask(built_book):
+    page = load(built_book, "s4_multi_head")
+    assert "除以 √d_k = √4，和 mha 的权重一致？ True" in page.text
+    assert "除以 √d_model = √8，和 mha 的权重一致？ False" in page.text
+    assert "分数: [1, 2, 5, 5]  遮蔽矩阵: [5, 5]" in page.text
+    assert "每个头的未来位置权重都是 0？ True" in page.text
+    assert r"\sqrt{4} = 2" in " ".join(page.math)
 
 
 def test_s4_illustration_is_labelled_and_real_heads_are_shown(built_book):
@@ -105,16 +177,24 @@ def test_s4_shape_flow_is_printed_by_code(built_book):
         page.text,
     )
     assert flow, "没有按顺序打印出数据流的每一步形状"
-    assert "[batch, 2, seq_len, 4]" in page.text  # 文字版的数据流
+    assert "[batch, 2, seq_len, 4]" in page.text  # 数据流表
     assert "输入: torch.Size([1, 5, 8])  →  输出: torch.Size([1, 5, 8])" in page.text
+
+
+def test_s4_ends_with_self_check(built_book):
+    pairs = self_check(load(built_book, "s4_multi_head"))
+    assert 2 <= len(pairs) <= 3, pairs
+    assert "64" in pairs[0][1] and f"{math.sqrt(768):.1f}" in pairs[0][1], pairs[0]
+    assert f"{_n_params(MultiHeadAttention(8, 1))} 个参数" in pairs[2][1], pairs[2]
+    assert _n_params(MultiHeadAttention(8, 1)) == _n_params(MultiHeadAttention(8, 2))
 
 
 # ---------------------------------------------------------------- 第 5 节
 
 
-def test_s5_title_equation_and_one_token_shapes(built_book):
+def test_s5_has_its_own_title_equation_and_one_token_shapes(built_book):
     page = load(built_book, "s5_ffn")
-    assert page.title.endswith("FFN：看完上下文之后怎么加工信息")
+    assert page.title.endswith("前馈网络：每个位置单独加工")
     assert any(r"\max(0" in m and "W_1" in m and "W_2" in m for m in page.math)
     assert "(5.1)" in page.text
     assert "[1.0, -0.5, 0.3, 2.0]" in page.text
@@ -125,20 +205,63 @@ def test_s5_title_equation_and_one_token_shapes(built_book):
     ffn = FeedForward(4, 16)
     with torch.no_grad():
         out = ffn(torch.tensor([[1.0, -0.5, 0.3, 2.0]]))
+        zeros = int((torch.relu(ffn.fc1(torch.tensor([[1.0, -0.5, 0.3, 2.0]]))) == 0).sum())
     assert f"{out[0, 0].item():.4f}" in page.text
+    assert str(zeros) in page.pasted
 
 
-def test_s5_independence_and_param_counts(built_book):
+def test_s5_relu_and_gelu_values_are_printed(built_book):
     page = load(built_book, "s5_ffn")
-    assert "True" in page.pasted  # 位置 1 单独算结果一样
+    z = torch.tensor([-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0])
+    gelu = re.search(r"GELU: tensor\(\[([^\]]+)\]\)", page.text)
+    assert gelu, "没有打印 GELU 的取值"
+    assert [float(v) for v in gelu.group(1).split(",")] == [
+        round(v, 4) for v in torch.nn.functional.gelu(z).tolist()]
+    para = next(p for p in _paragraphs(page) if "GELU" in p and "ReLU" in p)
+    assert "Radford" in para and "Hendrycks" in para, para
+
+
+def test_s5_independence_sentence_agrees_with_the_printed_difference(built_book):
+    page = load(built_book, "s5_ffn")
+    printed = re.search(r"位置 1 单独算，结果一样吗？(True|False)（最大差 (\S+)）", page.text)
+    assert printed and printed.group(1) == "True", "没有打印出位置 1 的比较"
+    diff = float(printed.group(2))
+    para = next(p for p in _paragraphs(page) if p.startswith("torch.allclose 的回答是"))
+    if diff == 0:
+        assert "逐位相同" in para and "不是逐位相同" not in para, para
+    else:
+        assert f"最大差 {printed.group(2)} 不超过 float32" in para, para
+        assert diff < 1e-6, diff
+
+
+def test_s5_param_counts_and_ffn_share_are_computed(built_book):
+    page = load(built_book, "s5_ffn")
     small = feedforward_num_params(4, 16)
     assert page.pasted.count(str(small)) >= 2  # 按公式、数模块，两个 glue
     assert _n_params(FeedForward(4, 16)) == small
     assert f"{feedforward_num_params(768, 3072):,}" in page.pasted
+    attn, ffn = _n_params(MultiHeadAttention(768, 12)), _n_params(FeedForward(768))
+    norms = 2 * _n_params(torch.nn.LayerNorm(768))
+    share = ffn / (attn + ffn + norms)
+    assert f"{share:.1%}" in page.pasted and f"{attn / (attn + ffn + norms):.1%}" in page.pasted
+    assert abs(share - 2 / 3) < 0.01  # 正文说“大约三分之二”
     # 作业 3 的答案（512 / 2048）留给读者，不在正文里
     answer = feedforward_num_params(512, 2048)
     assert str(answer) not in page.text and f"{answer:,}" not in page.text
     assert _links_to(page, "homework")
+
+
+def test_s5_ends_with_self_check(built_book):
+    pairs = self_check(load(built_book, "s5_ffn"))
+    assert 2 <= len(pairs) <= 3, pairs
+    assert "4 倍" in pairs[1][1], pairs[1]
+    assert feedforward_num_params(1536) / feedforward_num_params(768) == pytest.approx(4, rel=0.01)
+
+
+def test_s4_s5_visible_code_glues_nothing(built_book):
+    for doc in ("s4_multi_head", "s5_ffn"):
+        page = load(built_book, doc)
+        assert "glue(" not in page.text and "myst_nb" not in page.text, doc
 
 
 # ---------------------------------------------------------------- 第 6 节

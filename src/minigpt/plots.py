@@ -7,7 +7,7 @@
 - 导入本模块时显式加载 Noto Sans CJK 字体（不依赖 matplotlib 的字体缓存），
   并设置 `axes.unicode_minus=False` 与固定的 `svg.hashsalt`，
   保证中文不缺字、输出可复现。
-- 热力图：行 = query（正在看的 token），列 = key（被看的 token），格子里标两位小数。
+- 热力图：行 = Query（正在看的 token），列 = Key（被看的 token），格子里标两位小数。
 """
 
 import math
@@ -100,8 +100,8 @@ def _draw_heatmap(ax, values: np.ndarray, row_labels, col_labels, vmin, vmax,
                 color=color, fontsize=9)
     ax.set_xticks(range(values.shape[1]), labels=list(col_labels))
     ax.set_yticks(range(values.shape[0]), labels=list(row_labels))
-    ax.set_xlabel("key（被看的 token）")
-    ax.set_ylabel("query（正在看的 token）")
+    ax.set_xlabel("Key（被看的 token）")
+    ax.set_ylabel("Query（正在看的 token）")
     return im
 
 
@@ -129,7 +129,7 @@ def masked_vs_unmasked(before, after, labels) -> Figure:
     """遮蔽前后的注意力权重并排对比（见第 3 节 因果遮蔽）。"""
     fig, axes = _new(1, 2, figsize=(7.0, 3.6))
     for ax, w, title in zip(axes, (before, after),
-                            ("无遮蔽：能看到未来", "因果遮蔽：只看自己和前面")):
+                            ("不遮蔽：看得到后面", "因果遮蔽：只看自己和前面")):
         im = _draw_heatmap(ax, _np(w), labels, labels, 0.0, 1.0)
         ax.set_title(title)
     axes[1].set_ylabel("")
@@ -138,7 +138,7 @@ def masked_vs_unmasked(before, after, labels) -> Figure:
 
 
 def mask_matrix(mask, labels) -> Figure:
-    """因果 mask 的 0/1 矩阵：1 = 可以看，0 = 遮住（见第 3 节 因果遮蔽）。"""
+    """因果遮蔽的遮蔽矩阵（0/1）：1 = 可以看，0 = 遮住（见第 3 节 因果遮蔽）。"""
     values = (_np(mask) != 0).astype(float)
     fig, ax = _new(figsize=(3.8, 3.4))
     ax.imshow(values, cmap=ListedColormap(["#9e9e9e", "#2a9d8f"]), vmin=0, vmax=1)
@@ -147,9 +147,9 @@ def mask_matrix(mask, labels) -> Figure:
                 color="white", fontsize=12)
     ax.set_xticks(range(len(labels)), labels=list(labels))
     ax.set_yticks(range(len(labels)), labels=list(labels))
-    ax.set_xlabel("key（被看的 token）")
-    ax.set_ylabel("query（正在看的 token）")
-    ax.set_title("因果 mask：1 = 可以看，0 = 遮住")
+    ax.set_xlabel("Key（被看的 token）")
+    ax.set_ylabel("Query（正在看的 token）")
+    ax.set_title("遮蔽矩阵：1 = 可以看，0 = 遮住")
     return fig
 
 
