@@ -243,7 +243,8 @@ def test_s5_param_counts_and_ffn_share_are_computed(built_book):
     attn, ffn = _n_params(MultiHeadAttention(768, 12)), _n_params(FeedForward(768))
     norms = 2 * _n_params(torch.nn.LayerNorm(768))
     share = ffn / (attn + ffn + norms)
-    assert f"{share:.1%}" in page.pasted and f"{attn / (attn + ffn + norms):.1%}" in page.pasted
+    assert f"{share:.2%}" in page.pasted and f"{attn / (attn + ffn + norms):.2%}" in page.pasted
+    assert re.search(rf"{ffn:,}\s+{share:.2%}\s+FFN", page.text)  # 打印的表和正文一致
     assert abs(share - 2 / 3) < 0.01  # 正文说“大约三分之二”
     # 作业 3 的答案（512 / 2048）留给读者，不在正文里
     answer = feedforward_num_params(512, 2048)

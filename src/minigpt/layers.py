@@ -40,7 +40,7 @@ class MultiHeadAttention(nn.Module):
     """多头自注意力：一个大矩阵投影，拆成 num_heads 个头各算一次 Attention
     （见第 4 节 多头注意力）。
 
-    传入因果 mask 时就是 GPT 用的因果自注意力（见第 3 节 因果遮蔽）。
+    传入因果遮蔽矩阵时就是 GPT 用的因果自注意力（见第 3 节 因果遮蔽）。
     """
 
     def __init__(self, d_model: int, num_heads: int):
