@@ -259,10 +259,12 @@ def test_s5_ends_with_self_check(built_book):
     assert feedforward_num_params(1536) / feedforward_num_params(768) == pytest.approx(4, rel=0.01)
 
 
-def test_s4_s5_visible_code_glues_nothing(built_book):
+def test_s4_s5_visible_code_glues_nothing_and_prose_says_因果遮蔽(built_book):
     for doc in ("s4_multi_head", "s5_ffn"):
         page = load(built_book, doc)
         assert "glue(" not in page.text and "myst_nb" not in page.text, doc
+        prose = plain(re.sub(r"<(pre|code)[^>]*>.*?</\1>", "", _article_html(page), flags=re.S))
+        assert "因果 mask" not in prose and "因果mask" not in prose, doc
 
 
 # ---------------------------------------------------------------- 第 6 节
