@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -180,6 +181,24 @@ def test_s3_ends_with_self_check(built_book):
     assert f"{leaked:.2f}" in zero[1], zero
 
 
+def test_s3_leak_experiment_prose_agrees_with_its_printed_output(built_book):
+    page = load(built_book, "s3_causal_mask")
+    out = re.search(
+        r"瞎猜的损失 ln 10 = (\S+)\s+不遮蔽\s+分给下一个位置的权重: (\S+) → (\S+)\s+"
+        r"训练损失: \S+ → (\S+)\s+加上遮蔽在新数据上测: (\S+)\s+因果遮蔽\s+"
+        r"分给下一个位置的权重: \S+ → \S+\s+训练损失: \S+ → (\S+)", page.text)
+    assert out, "没有打印出两次训练的结果"
+    chance, w0, w1, loss, ev, masked_loss = out.groups()
+    assert chance == f"{math.log(10):.2f}"
+    # 正文里的数就是打印出来的数（glue），并且结论和这些数相符
+    para = _paragraph_with(page, "全是抄来的")
+    assert f"从 {w0} 涨到了 {w1}" in para and f"降到 {loss}，远低于瞎猜的 {chance}" in para, para
+    assert float(w1) > 0.9 and float(loss) < float(chance) / 3
+    para = _paragraph_with(page, "诚实的成绩")
+    assert f"自始至终是 0.00" in para and f"停在 {masked_loss}" in para and f"损失是 {ev}，比瞎猜还差" in para
+    assert abs(float(masked_loss) - float(chance)) < 0.1 and float(ev) > float(chance)
+
+
 def test_s3_figures(built_book):
     page = load(built_book, "s3_causal_mask")
-    assert_figures(page, {"fig-s3-mask": "3.1", "fig-s3-before-after": "3.2"})
+    assert_figures(page, {"fig-s3-mask": "3.1", "fig-s3-before-after": "3.2", "fig-s3-leak": "3.3"})

@@ -14,6 +14,7 @@ from minigpt import plots
 from minigpt.attention import causal_mask, dot_product_stats, scaled_dot_product_attention, softmax_saturation
 from minigpt.data import make_toy_example
 from minigpt.experiments import FirstPositionVsLength
+from minigpt.leak import LeakRun
 
 LABELS = ["the", "cat", "sat"]
 
@@ -37,6 +38,9 @@ CASES = {
     "attention_heatmap": (lambda: plots.attention_heatmap(_weights(), LABELS, LABELS, title="权重"), 2),
     "masked_vs_unmasked": (lambda: plots.masked_vs_unmasked(_weights(), _weights(True), LABELS), 3),
     "mask_matrix": (lambda: plots.mask_matrix(causal_mask(3), LABELS), 1),
+    "leak_training": (lambda: plots.leak_training(
+        LeakRun(False, [2.3, 1.0, 0.4], [0.12, 0.8, 0.98], 2.30, 4.6),
+        LeakRun(True, [2.3, 2.3, 2.3], [0.0, 0.0, 0.0], 2.30, 2.3)), 2),
     "head_weights": (lambda: plots.head_weights(torch.stack([_weights(), _weights(True)]), LABELS), 3),
     "variance_vs_dk": (lambda: plots.variance_vs_dk(dot_product_stats(n_samples=500)), 1),
     "softmax_saturation_plot": (lambda: plots.softmax_saturation_plot(softmax_saturation(n_trials=50)), 2),

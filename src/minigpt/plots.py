@@ -153,6 +153,30 @@ def mask_matrix(mask, labels) -> Figure:
     return fig
 
 
+def leak_training(unmasked, masked) -> Figure:
+    """不遮蔽 / 因果遮蔽两次训练的损失与“分给下一个位置的权重”
+    （见第 3 节 因果遮蔽「训练会把偷看放大」）。
+
+    unmasked, masked: `leak.train_next_token` 返回的 LeakRun。
+    """
+    fig, (ax_loss, ax_w) = _new(1, 2, figsize=(8.0, 3.4))
+    for run, label, color in ((unmasked, "不遮蔽", RNN_COLOR),
+                              (masked, "因果遮蔽", ATTN_COLOR)):
+        steps = np.arange(1, len(run.losses) + 1)
+        ax_loss.plot(steps, run.losses, color=color, label=label)
+        ax_w.plot(steps, run.next_weight, color=color, label=label)
+    ax_loss.axhline(masked.chance_loss, color="gray", linestyle="--",
+                    label="瞎猜：ln 10")
+    ax_loss.set_title("训练损失")
+    ax_w.set_title("位置 i 分给位置 i+1 的权重")
+    ax_w.set_ylim(-0.03, 1.03)
+    for ax in (ax_loss, ax_w):
+        ax.set_xlabel("训练步数")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    return fig
+
+
 def head_weights(weights_per_head, labels) -> Figure:
     """每个头一张注意力热力图，共用一个颜色条（见第 4 节 多头注意力）。
 
