@@ -87,10 +87,10 @@ def test_heatmap_marks_masked_scores_as_minus_infinity():
     assert "-∞" in {t.get_text() for t in fig.axes[0].texts}
 
 
-def test_block_diagram_has_the_paper_labels():
+def test_block_diagram_uses_the_book_terms():
     fig = plots.transformer_block_diagram()
     texts = " ".join(t.get_text() for t in fig.axes[0].texts)
-    for label in ("Add & Norm", "Feed Forward", "Multi-Head Attention", "× N", "残差"):
+    for label in ("Add & Norm", "前馈网络", "多头注意力", "因果遮蔽", "× N", "残差"):
         assert label in texts
     assert texts.count("Add & Norm") == 2
 

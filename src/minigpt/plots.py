@@ -297,13 +297,13 @@ def rnn_vs_attention(rnn_grads, attn_grads) -> Figure:
     """
     fig, ax = _new()
     for g, name, color in ((rnn_grads, "RNN", RNN_COLOR),
-                           (attn_grads, "Attention", ATTN_COLOR)):
+                           (attn_grads, "注意力", ATTN_COLOR)):
         g = _np(g)
         ax.plot(np.arange(len(g)), g, label=name, color=color)
     ax.set_yscale("log")
     ax.set_xlabel("序列位置")
     ax.set_ylabel("输入梯度范数（对数轴）")
-    ax.set_title("从最后一个位置反传：RNN 与 Attention")
+    ax.set_title("从最后一个位置反传：RNN 与注意力")
     ax.grid(True, alpha=0.3)
     ax.legend()
     return fig
@@ -319,7 +319,7 @@ def last_token_weights(weights) -> Figure:
     ax.plot(pos, w, linewidth=2, color=ATTN_COLOR)
     ax.scatter(pos, w, s=10, color=ATTN_COLOR)
     ax.axhline(1 / len(w), color="gray", linestyle="--", label=f"平均分配 1/{len(w)}")
-    ax.set_xlabel("key 位置")
+    ax.set_xlabel("Key 位置")
     ax.set_ylabel("注意力权重")
     ax.set_title("最后一个 token 的注意力权重")
     ax.grid(True, alpha=0.3)
@@ -333,11 +333,11 @@ def cumulative_mass_plot(rnn_grads, attn_grads) -> Figure:
     """
     fig, ax = _new()
     for g, name, color in ((rnn_grads, "RNN", RNN_COLOR),
-                           (attn_grads, "Attention", ATTN_COLOR)):
+                           (attn_grads, "注意力", ATTN_COLOR)):
         mass = _np(cumulative_mass(torch.as_tensor(_np(g))))
         share = first_half_share(torch.as_tensor(_np(g)))
         ax.plot(np.arange(len(mass)), mass,
-                label=f"{name}（前半段占 {share:.1%}）", color=color)
+                label=f"{name}（前半段占比 {share:.2g}）", color=color)  # 4.6e-09 不会被写成 0.0%
     n = len(_np(rnn_grads))
     ax.axvline(n // 2 - 0.5, color="gray", linestyle=":", label="前半段 | 后半段")
     ax.set_ylim(-0.02, 1.02)
@@ -363,7 +363,7 @@ def first_position_vs_length(result) -> Figure:
     positive = np.concatenate([rnn[rnn > 0], attn[attn > 0]])
     floor = positive.min() / 1e4
     fig, ax = _new()
-    ax.plot(lengths, attn, "s-", color=ATTN_COLOR, label="Attention")
+    ax.plot(lengths, attn, "s-", color=ATTN_COLOR, label="注意力")
     ok = rnn > 0
     ax.plot(lengths[ok], rnn[ok], "o-", color=RNN_COLOR, label="RNN")
     for x in lengths[~ok]:
@@ -433,9 +433,9 @@ def transformer_block_diagram() -> Figure:
     ))
     ax.text(5.0, 0.55, "输入 x：[batch, seq_len, d_model]",
             ha="center", va="center", fontsize=11)
-    _box(ax, 2.4, 1.2, "Multi-Head Attention\n（带 mask）", "#fcd9b6")
+    _box(ax, 2.4, 1.2, "多头注意力\n（带因果遮蔽）", "#fcd9b6")
     _box(ax, 4.5, 0.8, "Add & Norm", "#fff3b0")
-    _box(ax, 6.3, 1.2, "Feed Forward\n（逐位置）", "#cde4f7")
+    _box(ax, 6.3, 1.2, "前馈网络（FFN）\n逐位置", "#cde4f7")
     _box(ax, 8.4, 0.8, "Add & Norm", "#fff3b0")
     ax.text(5.0, 11.2, "输出：[batch, seq_len, d_model]",
             ha="center", va="center", fontsize=11)
