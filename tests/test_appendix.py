@@ -55,11 +55,42 @@ def test_printed_losses_and_gradients(page):
 
 
 def test_first_half_shares_are_glued_into_the_prose(page):
+    from minigpt.experiments import attention_input_gradients, first_half_share, rnn_input_gradients
+
     _, soup = page
     prose = _prose(soup)
-    assert "42.973%" in prose and "0.000%" in prose
+    rnn_half = first_half_share(rnn_input_gradients().grad_norms)
+    attn_half = first_half_share(attention_input_gradients().grad_norms)
+    assert 0 < rnn_half < 1e-6
+    # RNN 的占比以科学计数法出现在输出和正文里，显出它的真实量级，而不是 0.000%
+    assert re.search(rf"RNN:\s+{rnn_half:.3e}", _outputs(soup))
+    assert f"{rnn_half:.1e}" in prose and f"{rnn_half * 100:.1e}%" in prose
+    assert not re.search(r"RNN[^\n]*0\.000%", _outputs(soup))
+    assert f"{attn_half:.3%}" == "42.973%" and "42.973%" in prose
     for number in ("0.116176", "0.004143", "1.714e-19", "5.538e-10", "6.119e-02"):
         assert number in prose, f"正文里没有 glue 进来的 {number}"
+
+
+def test_remedies_before_attention_are_explained_cited_and_lstm_is_measured(page):
+    import torch
+
+    _, soup = page
+    section = soup.find("section", id="ap-before-attention")
+    assert section is not None
+    text = section.get_text()
+    for idea in ("LSTM", "GRU", "遗忘门", "初始化", "残差连接", "梯度裁剪", "梯度爆炸"):
+        assert idea in text, idea
+    cites = [a for a in section.find_all("a") if a.get("href", "").startswith("../references.html")
+             or a.get("href", "").startswith("references.html")]
+    assert len(cites) >= 6, "附录的各种办法没有都给出处"
+    torch.manual_seed(42)
+    lstm = torch.nn.LSTM(4, 8, batch_first=True)
+    x = torch.randn(1, 80, 4, requires_grad=True)
+    lstm(x)[0][:, -1, :].pow(2).mean().backward()
+    first = x.grad[0, 0].norm().item()
+    outputs = "\n".join(o.get_text() for o in section.select("div.cell_output"))
+    assert f"LSTM 位置 0 的梯度: {first:.3e}" in outputs
+    assert f"{first:.1e}" in "\n".join(p.get_text() for p in section.find_all("p"))
 
 
 def test_every_figure_exists_has_alt_and_is_referenced_by_number(page):

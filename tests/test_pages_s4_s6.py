@@ -276,9 +276,77 @@ def test_s6_title_diagram_and_equations(built_book):
     assert_figures(page, {"fig-s6-block": "6.1"})
     assert any("LayerNorm" in m and r"\mathrm{MHA}" in m and "mask" in m for m in page.math)
     assert any("LayerNorm" in m and r"\mathrm{FFN}(x')" in m for m in page.math)
-    assert "(6.1)" in page.text and "(6.2)" in page.text
-    assert "Post-LN" in page.text and "Pre-LN" in page.text and "RMSNorm" in page.text
+    assert any(r"\gamma" in m and r"\beta" in m and r"\epsilon" in m for m in page.math)  # LayerNorm 的公式
     assert "class TransformerBlock" in page.text
+
+
+def _s6_soup(built_book):
+    from bs4 import BeautifulSoup
+    return BeautifulSoup((built_book.html / "book" / "s6_block.html").read_text(encoding="utf-8"), "html.parser")
+
+
+def _section(soup, label: str):
+    """MyST 标签 (label)= 所在的小节：标签要么就是 <section> 的 id，要么是小节开头标题前的一个 <span>。"""
+    target = soup.find(id=label)
+    assert target is not None, f"页面上没有标签 {label}"
+    section = target if target.name == "section" else target.find_parent("section")
+    assert section is not None and section.find("h2", recursive=False), f"标签 {label} 不在一个小节里"
+    return section
+
+
+def _prose(section) -> str:
+    return "\n".join(p.get_text() for p in section.find_all("p") if not p.find_parent("div", class_="cell"))
+
+
+def test_s6_no_false_residual_claim_no_copyright_aside_and_figure1_is_cited(built_book):
+    page = load(built_book, "s6_block")
+    for gone in ("梯度也能沿这条路直接传回去", "残差给梯度留了一条直通路", "对照原论文的总图", "版权"):
+        assert gone not in page.text, gone
+    soup = _s6_soup(built_book)
+    paragraphs = [p for p in soup.select("article p") if "Figure 1" in p.get_text()]
+    assert len(paragraphs) == 1
+    assert any(a.get("href", "").startswith("references.html#") for a in paragraphs[0].find_all("a")), \
+        "提到原论文 Figure 1 的那一段没有通过参考文献引用论文"
+
+
+def test_s6_layernorm_demo_matches_torch(built_book):
+    soup = _s6_soup(built_book)
+    section = _section(soup, "s6-layernorm")
+    X = make_toy_example(("the", "cat", "sat"), d_model=4, d_k=4, seed=42).X
+    mu = X.mean(-1, keepdim=True)
+    var = X.var(-1, unbiased=False, keepdim=True)
+    Y = torch.nn.functional.layer_norm(X, (4,))  # PyTorch 的参照实现，γ = 1，β = 0，eps = 1e-5
+    assert torch.allclose((X - mu) / torch.sqrt(var + 1e-5), Y, atol=1e-6)
+    outputs = "\n".join(o.get_text() for o in section.select("div.cell_output"))
+    assert "按公式手算与 nn.LayerNorm 相同: True" in outputs
+    prose = _prose(section)
+    assert f"{X.mean(-1).abs().max().item():.4f}" in prose
+    var_after = Y.var(-1, unbiased=False)
+    assert (var_after < 1).all()  # 正文说：方差比 1 小一点点
+    assert f"{var_after.min().item():.6f}" in prose
+    assert "BatchNorm" in prose and "批" in prose
+
+
+def test_s6_residual_path_table_and_sentences_agree_with_the_computation(built_book):
+    from minigpt.experiments import residual_path_gradient
+
+    soup = _s6_soup(built_book)
+    section = _section(soup, "s6-residual")
+    depths = [1, 2, 4, 8, 16, 32, 64]
+    post = [residual_path_gradient(n, norm_first=False) for n in depths]
+    pre = [residual_path_gradient(n, norm_first=True) for n in depths]
+    assert all(p == 1.0 for p in pre)          # 正文：Pre-LN 一列在每个深度都恰好是 1
+    assert post[-1] < 0.1 < post[0]             # 正文：Post-LN 层数一多就越来越小
+    outputs = "\n".join(o.get_text() for o in section.select("div.cell_output"))
+    for n, a in zip(depths, post):
+        assert re.search(rf"^\s*{n} \| {a:.4f}\s+\| 1\.0000$", outputs, re.M), (n, a)
+    prose = _prose(section)
+    assert f"{post[0]:.4f}" in prose and f"{post[-1]:.4f}" in prose
+    # LLaMA 是 Pre-LN 加 RMSNorm，不是二选一；三种排法/归一化都链接到术语表
+    assert "Pre-LN 与 RMSNorm 不是二选一" in prose
+    hrefs = [a.get("href", "") for a in section.find_all("a")]
+    for term in ("Pre-LN", "RMSNorm"):
+        assert any(h.endswith(f"glossary.html#term-{term}") for h in hrefs), term
 
 
 def test_s6_mask_changes_output_and_mean_difference_is_glued(built_book):
@@ -290,8 +358,27 @@ def test_s6_mask_changes_output_and_mean_difference_is_glued(built_book):
     assert mean_diff > 0
     assert f"{mean_diff:.4f}" in page.pasted, page.pasted
     assert f"{a[0, 1, 0].item():.4f}" in page.text and f"{b[0, 1, 0].item():.4f}" in page.text  # 位置 1
+    assert f"{(a - b)[0, -1].abs().mean().item():.4f}" in page.pasted  # 最后一个位置：加不加遮蔽都一样
     assert "torch.Size([1, 5, 8])" in page.text
     assert len(re.findall(r"第 \d 层之后: \[1, 5, 8\]", page.text)) == 4  # 摞 4 层，形状不变
+
+
+def test_s6_ends_with_three_self_check_questions_and_collapsed_answers(built_book):
+    soup = _s6_soup(built_book)
+    def heading(sec):  # “6.7.想一想#” → “想一想”
+        h2 = sec.find("h2", recursive=False)
+        return re.sub(r"^[\d.]+", "", h2.get_text(strip=True)).rstrip("#¶").strip() if h2 else None
+
+    sections = [sec for sec in soup.select("article section") if heading(sec) == "想一想"]
+    assert len(sections) == 1
+    section = sections[0]
+    assert section.find_next_sibling("section") is None, "想一想不是本页最后一节"
+    answers = section.select("div.admonition.dropdown")
+    assert len(answers) == 3
+    assert all(a.select_one(".admonition-title").get_text(strip=True) == "答案" for a in answers)
+    with torch.no_grad():
+        ln = torch.nn.LayerNorm(4)(torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    assert "(" + ", ".join(f"{v:.4f}" for v in ln.tolist()) + ")" in answers[0].get_text()
 
 
 # ---------------------------------------------------------------- 小结与参考资料
@@ -312,6 +399,17 @@ def test_references_list_and_are_cited_from_the_pages(built_book):
         assert title.lower() in page.text.lower(), title
     for url in ("arxiv.org/abs/1706.03762", "nlp.seas.harvard.edu", "youtube.com"):
         assert any(url in h for h in page.hrefs), url
+    # The Annotated Transformer：2018 年原版只有 Rush 一位作者；2022 年版是 Huang 等五人与 Rush
+    from bs4 import BeautifulSoup
+    soup = BeautifulSoup(page.path.read_text(encoding="utf-8"), "html.parser")
+    entries = {c.get_text(" ", strip=True) for c in soup.select("article div.citation")}
+    original = [e for e in entries if "2018/04/03/attention.html" in e]
+    v2022 = [e for e in entries if "nlp.seas.harvard.edu/annotated-transformer/" in e]
+    assert len(original) == 1 and len(v2022) == 1, entries
+    assert "Alexander Rush" in original[0] and "Huang" not in original[0]
+    for name in ("Austin Huang", "Suraj Subramanian", "Jonathan Sum", "Khalid Almubarak", "Stella Biderman", "Sasha Rush"):
+        assert name in v2022[0], name
+    assert all(re.search(r"URL: https://|doi", e) for e in entries), "有参考文献没有给出 URL 或 DOI"
     cited = set()
     for doc in ("s4_multi_head", "s5_ffn", "s6_block"):
         cited |= {h.split("#")[0] for h in load(built_book, doc).hrefs if "#" in h}
