@@ -1,5 +1,6 @@
 """梯度实验：附录里从最后一个位置反向传播，看梯度能否传回开头
-（见附录 RNN 与 Transformer 对比）；第 6 节里只沿残差路径反传，比较 Post-LN 与 Pre-LN。
+（见附录 RNN 与 Transformer 对比）；第 6 节里只沿残差路径反传，
+比较 Post-LN 与 Pre-LN。
 
 两种模型都直接用 PyTorch 自带模块（nn.RNN、nn.MultiheadAttention），种子 42，
 创建顺序与正文一致，所以 loss、梯度范数和 0.000% / 42.973% 都能复现。
@@ -169,9 +170,11 @@ def first_position_gradient_vs_length(
     return FirstPositionVsLength(lengths, rnn, attn)
 
 
-def lstm_input_gradients(seq_len: int = 80, input_dim: int = 4, hidden_dim: int = 8,
+def lstm_input_gradients(seq_len: int = 80, input_dim: int = 4,
+                         hidden_dim: int = 8,
                          seed: int = 42) -> torch.Tensor:
-    """把 nn.RNN 换成未训练的 nn.LSTM，其余与 `rnn_input_gradients` 相同，返回每个位置的梯度范数
+    """把 nn.RNN 换成未训练的 nn.LSTM，其余与 `rnn_input_gradients` 相同，
+    返回每个位置的梯度范数
     （见附录 RNN 与 Transformer 对比「注意力出现之前的办法」）。
     """
     torch.manual_seed(seed)
@@ -182,30 +185,33 @@ def lstm_input_gradients(seq_len: int = 80, input_dim: int = 4, hidden_dim: int 
     return x.grad.norm(dim=-1)[0].detach()
 
 
-# ---------------------------------------------------------------- 第 6 节：残差路径上的梯度
+# ------------------------------------------------ 第 6 节：残差路径上的梯度
 
 
-def residual_path_gradient(num_layers: int, norm_first: bool, d_model: int = 8,
-                           num_heads: int = 2, seq_len: int = 5, seed: int = 42) -> float:
+def residual_path_gradient(num_layers: int, norm_first: bool,
+                           d_model: int = 8, num_heads: int = 2,
+                           seq_len: int = 5, seed: int = 42) -> float:
     """梯度只走残差这条路，从第 num_layers 层传回输入时还剩多少
-    （见第 6 节 Transformer Block 的组装「残差连接与 Post-LN、Pre-LN」）。
+    （见第 6 节 Transformer Block 的组装「残差这条路，梯度走得通吗」）。
 
-    子层照常参与前向计算，但输出被 detach，所以反传时梯度只能沿残差相加的那条路走。
-    顶层收到的梯度是一个固定的随机方向 g；返回 ‖输入处的梯度‖ / ‖g‖。
-    顺序：设种子 → x → 逐层建 MultiHeadAttention、FeedForward、两个 LayerNorm → g。
+    子层照常参与前向计算，但输出被 detach，反传时梯度只能走残差相加那条路。
+    顶层收到的梯度是固定的随机方向 g；返回 ‖输入处的梯度‖ / ‖g‖。
+    创建顺序：设种子 → x → 逐层建注意力、FFN、两个 LayerNorm → g。
     """
     torch.manual_seed(seed)
     x = torch.randn(1, seq_len, d_model, requires_grad=True)
     mask = causal_mask(seq_len)
-    layers = [(MultiHeadAttention(d_model, num_heads), FeedForward(d_model),
-               nn.LayerNorm(d_model), nn.LayerNorm(d_model)) for _ in range(num_layers)]
+    layers = [(MultiHeadAttention(d_model, num_heads),
+               FeedForward(d_model),
+               nn.LayerNorm(d_model), nn.LayerNorm(d_model))
+              for _ in range(num_layers)]
     g = torch.randn(1, seq_len, d_model)
     h = x
     for attn, ffn, norm1, norm2 in layers:
         if norm_first:  # Pre-LN：x + 子层(LN(x))
             h = h + attn(norm1(h), mask).detach()
             h = h + ffn(norm2(h)).detach()
-        else:           # Post-LN：LN(x + 子层(x))，和 TransformerBlock 一样
+        else:           # Post-LN：LN(x + 子层(x))，同 TransformerBlock
             h = norm1(h + attn(h, mask).detach())
             h = norm2(h + ffn(h).detach())
     (h * g).sum().backward()  # 顶层输出处的梯度恰好是 g

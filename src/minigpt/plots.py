@@ -336,8 +336,9 @@ def cumulative_mass_plot(rnn_grads, attn_grads) -> Figure:
                            (attn_grads, "注意力", ATTN_COLOR)):
         mass = _np(cumulative_mass(torch.as_tensor(_np(g))))
         share = first_half_share(torch.as_tensor(_np(g)))
+        # 占比用 .2g：RNN 的 4.6e-09 不会被写成 0.0%
         ax.plot(np.arange(len(mass)), mass,
-                label=f"{name}（前半段占比 {share:.2g}）", color=color)  # 4.6e-09 不会被写成 0.0%
+                label=f"{name}（前半段占比 {share:.2g}）", color=color)
     n = len(_np(rnn_grads))
     ax.axvline(n // 2 - 0.5, color="gray", linestyle=":", label="前半段 | 后半段")
     ax.set_ylim(-0.02, 1.02)
