@@ -18,7 +18,7 @@ from .layers import FeedForward, MultiHeadAttention
 @dataclass(frozen=True, eq=False)
 class RNNGradients:
     """一次 RNN 梯度实验的全部结果
-    （见附录 RNN 与 Transformer 对比「实验第 1–4 步」）。
+    （见附录 RNN 与 Transformer 对比「量一量：RNN 的梯度能传多远」）。
     """
 
     model: nn.RNN
@@ -37,7 +37,7 @@ def rnn_input_gradients(
     dtype: torch.dtype = torch.float32,
 ) -> RNNGradients:
     """nn.RNN 只用最后一步的输出做 loss，反传后看每个输入位置的梯度
-    （见附录 RNN 与 Transformer 对比「实验第 3 步」）。
+    （见附录 RNN 与 Transformer 对比「反向：只从最后一个位置求导」）。
 
     loss = outputs[:, -1, :].pow(2).mean()。dtype 默认 float32（与正文一致）；
     传 torch.float64 时参数和输入按同样的种子生成再转换，只是算得更精确。
@@ -60,7 +60,7 @@ def rnn_input_gradients(
 def rnn_length_sweep(lengths=(10, 20, 40, 80), input_dim: int = 4,
                      hidden_dim: int = 8, seed: int = 42) -> dict[int, torch.Tensor]:
     """同样配置的 RNN 换不同序列长度，每次都重新设种子
-    （见附录 RNN 与 Transformer 对比「实验第 5 步」）。
+    （见附录 RNN 与 Transformer 对比「序列越长，开头越“冷”」）。
 
     返回 {长度: 每个位置的梯度范数 [长度]}。
     """
@@ -73,7 +73,7 @@ def rnn_length_sweep(lengths=(10, 20, 40, 80), input_dim: int = 4,
 @dataclass(frozen=True, eq=False)
 class AttentionGradients:
     """一次注意力梯度实验的全部结果
-    （见附录 RNN 与 Transformer 对比「实验第 6 步」）。
+    （见附录 RNN 与 Transformer 对比「换成注意力」）。
     """
 
     model: nn.MultiheadAttention
@@ -92,8 +92,8 @@ def attention_input_gradients(
     seed: int = 42,
     dtype: torch.dtype = torch.float32,
 ) -> AttentionGradients:
-    """nn.MultiheadAttention（带因果 mask）只用最后一个位置做 loss，
-    看每个输入位置的梯度（见附录「实验第 6 步」）。
+    """nn.MultiheadAttention（带因果遮蔽）只用最后一个位置做 loss，
+    看每个输入位置的梯度（见附录「换成注意力」）。
 
     mask 由 `causal_mask` 经 `to_nn_mha_mask` 转换（True = 不许看，即上三角），
     与正文的 torch.triu 相同。
@@ -120,7 +120,7 @@ def attention_input_gradients(
 
 def cumulative_mass(grad_norms: torch.Tensor) -> torch.Tensor:
     """梯度的累计占比：先归一化成总和为 1，再累加
-    （见附录 RNN 与 Transformer 对比「梯度累计分布」）。
+    （见附录 RNN 与 Transformer 对比「梯度落在前半段还是后半段」）。
     """
     mass = grad_norms / grad_norms.sum()
     return torch.cumsum(mass, dim=0)
@@ -128,7 +128,7 @@ def cumulative_mass(grad_norms: torch.Tensor) -> torch.Tensor:
 
 def first_half_share(grad_norms: torch.Tensor) -> float:
     """前 seq_len // 2 个位置拿到的梯度占总量的比例，0..1
-    （见附录 RNN 与 Transformer 对比「梯度累计分布」）。
+    （见附录 RNN 与 Transformer 对比「梯度落在前半段还是后半段」）。
     """
     half = grad_norms.shape[0] // 2
     return (grad_norms[:half].sum() / grad_norms.sum()).item()

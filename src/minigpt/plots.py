@@ -257,7 +257,7 @@ def softmax_saturation_plot(result) -> Figure:
 
 def gradient_curve(grad_norms, title, logy=False) -> Figure:
     """每个输入位置的梯度范数曲线
-    （见附录 RNN 与 Transformer 对比「实验第 4 步」）。
+    （见附录 RNN 与 Transformer 对比「画成曲线」）。
     """
     g = _np(grad_norms)
     pos = np.arange(len(g))
@@ -275,7 +275,7 @@ def gradient_curve(grad_norms, title, logy=False) -> Figure:
 
 def length_sweep(results) -> Figure:
     """不同序列长度下 RNN 的梯度，横轴为相对位置，纵轴对数
-    （见附录 RNN 与 Transformer 对比「实验第 5 步」）。
+    （见附录 RNN 与 Transformer 对比「序列越长，开头越“冷”」）。
 
     results: {长度: 梯度范数}，即 `experiments.rnn_length_sweep` 的结果。
     """
@@ -311,7 +311,7 @@ def rnn_vs_attention(rnn_grads, attn_grads) -> Figure:
 
 def last_token_weights(weights) -> Figure:
     """最后一个 token 对每个位置的注意力权重
-    （见附录 RNN 与 Transformer 对比「最后一个 token 实际看向了哪里」）。
+    （见附录 RNN 与 Transformer 对比「最后一个 token 看向了哪里」）。
     """
     w = _np(weights)
     pos = np.arange(len(w))
@@ -329,7 +329,7 @@ def last_token_weights(weights) -> Figure:
 
 def cumulative_mass_plot(rnn_grads, attn_grads) -> Figure:
     """梯度累计占比：曲线越晚抬起，梯度越集中在末尾
-    （见附录 RNN 与 Transformer 对比「梯度累计分布」）。
+    （见附录 RNN 与 Transformer 对比「梯度落在前半段还是后半段」）。
     """
     fig, ax = _new()
     for g, name, color in ((rnn_grads, "RNN", RNN_COLOR),
