@@ -128,4 +128,19 @@ def test_mask_convention_and_careful_conclusion(page):
     assert "等于 torch.triu(..., diagonal=1): True" in out
     prose = _prose(soup)
     assert "路径长度只有 1" in prose
-    assert "取决于参数、输入和注意力权重" in prose
+    assert "要看参数、输入和注意力权重" in prose
+
+
+def test_orders_of_magnitude_named_in_the_prose_hold():
+    """正文用“十几个数量级”“一个数量级左右”描述的比值，在这里按同样的种子算出来核对。"""
+    import torch
+
+    from minigpt.experiments import attention_input_gradients, lstm_input_gradients, rnn_input_gradients
+
+    rnn = rnn_input_gradients().grad_norms
+    lstm = lstm_input_gradients()
+    attn = attention_input_gradients().grad_norms
+    for g in (rnn, lstm):                       # RNN 与未训练的 LSTM：首尾相差十几个数量级
+        assert 1e10 < (g[-1] / g[0]).item() < 1e20
+    assert 3 < (attn[-1] / attn[0]).item() < 30  # 注意力：只差一个数量级左右
+    assert torch.all(attn > 0)
