@@ -1,17 +1,29 @@
-"""作业检查：答对时给出确认，答错时说明检查了什么、错在哪里（见「作业」一节）。
+"""作业检查器（见「作业」一节）。
 
-- 没填（还是 None 或 ...）→ `HomeworkNotFilled`，指出哪个空没填；
-- 填错 → `HomeworkWrong`，说明检查了什么、为什么不对、常见的错因；
+每个检查器都从题目给的数据（学生自己的输入）重新算出正确答案，在容差 ``TOLERANCE`` 之内相等才算通过：
+
+- 没填（还是 None 或 ...）→ ``HomeworkNotFilled``，指出哪个空还没有填写；
+- 填错 → ``HomeworkWrong``，说明检查了什么、最可能错在哪一步、怎样找到它，但不透露正确的数值；
+- 类型、形状、设备、数据类型不对，或出现 NaN → 也是 ``HomeworkWrong``，用中文说明期望什么、收到什么；
 - 通过 → 打印并返回一行 “✔ 作业 N 通过：…”。
 
-两个异常都是 AssertionError 的子类，和作业里原来的 assert 写法一致。
+两个异常都是 AssertionError 的子类。检查器自己不会因为奇怪的输入抛出别的异常。
+批改作业用 ``python -m minigpt.grade``（见 minigpt/grade.py）；它用下面的 ``EXERCISES`` 和
+``exercise_inputs()``：题目数据由包重新生成，只从学生的笔记本里取答案变量。
 """
 
+from __future__ import annotations
+
 import math
+import numbers
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
-from .attention import causal_mask
+# 容差：|你的 − 正确| ≤ atol + rtol·|正确|（逐元素，和 torch.allclose 相同）
+TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
+TOLERANCE_TEXT = "容差：逐元素 |差| ≤ 1e-5 + 1e-4 × |正确值|"
 
 
 class HomeworkNotFilled(AssertionError):
@@ -19,17 +31,16 @@ class HomeworkNotFilled(AssertionError):
 
 
 class HomeworkWrong(AssertionError):
-    """答案填了但不对；消息说明检查了什么、为什么不对（见「作业」一节）。"""
+    """答案填了但不对，或类型、形状不对；消息说明检查了什么、为什么不对（见「作业」一节）。"""
+
+
+# ---------------------------------------------------------------- 输入整理（不抛出别的异常）
 
 
 def _require(**answers) -> None:
-    missing = [
-        name for name, value in answers.items() if value is None or value is Ellipsis
-    ]
+    missing = [name for name, value in answers.items() if value is None or value is Ellipsis]
     if missing:
-        raise HomeworkNotFilled(
-            f"{'、'.join(missing)} 还没有填写：把 None 换成你的计算结果再运行"
-        )
+        raise HomeworkNotFilled(f"{'、'.join(missing)} 还没有填写：把 None 换成你的计算结果再运行")
 
 
 def _passed(n: int, detail: str) -> str:
@@ -38,286 +49,413 @@ def _passed(n: int, detail: str) -> str:
     return msg
 
 
-def _as_tensor(value, name: str) -> torch.Tensor:
+def _type_name(value) -> str:
+    return type(value).__name__
+
+
+def _to_tensor(value, name: str, what: str, *, given: bool = False) -> torch.Tensor:
+    """把数字、列表、numpy 数组或张量变成 CPU 上的张量；类型或设备不对时给出中文说明。
+
+    given=True 表示这是题目给的数据（不是答案），消息会提醒重新运行给数据的单元。
+    """
+    where = f"题目给的 {name}" if given else name
+    again = "（它是题目给的数据：请重新运行上面给出数据的单元，不要改它）" if given else ""
+    if value is None or value is Ellipsis:
+        raise HomeworkWrong(f"{where} 是 {value!r}，应该是{what}{again}")
+    if isinstance(value, (bool, str, bytes, dict, set)) or callable(value) and not isinstance(
+            value, torch.Tensor):
+        raise HomeworkWrong(f"{where} 应该是{what}，收到的是 {_type_name(value)}：{_short(value)}{again}")
     if isinstance(value, torch.Tensor):
-        return value.detach()
-    try:
-        return torch.as_tensor(value, dtype=torch.float64)
-    except (TypeError, ValueError, RuntimeError):
+        t = value.detach()
+    else:
+        try:
+            t = torch.as_tensor(value)
+        except (TypeError, ValueError, RuntimeError, OverflowError):
+            raise HomeworkWrong(
+                f"{where} 应该是{what}，收到的是 {_type_name(value)}：{_short(value)}{again}") from None
+    if t.device.type != "cpu":
         raise HomeworkWrong(
-            f"{name} 应该是数字或张量，"
-            f"收到的是 {type(value).__name__}：{value!r}"
-        ) from None
+            f"{where} 在设备 {t.device} 上；检查器在 CPU 上比较，请先用 {name}.cpu() 把它拿回 CPU{again}")
+    if t.is_complex():
+        raise HomeworkWrong(f"{where} 是复数张量（{t.dtype}），应该是{what}{again}")
+    return t
+
+
+def _short(value, limit: int = 60) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # 学生自己的类，repr 也可能出错
+        text = f"<{_type_name(value)} 对象>"
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _float_tensor(value, name: str, what: str, *, given: bool = False) -> torch.Tensor:
+    """答案或数据应当是实数：Python 数字或浮点张量（float32 / float64）。返回 float64 张量。"""
+    t = _to_tensor(value, name, what, given=given)
+    if isinstance(value, torch.Tensor):
+        if value.dtype in (torch.float16, torch.bfloat16):
+            raise HomeworkWrong(
+                f"{name} 的数据类型是 {value.dtype}，精度太低，无法在容差内比较；请用 float32（默认的 dtype）")
+        if not value.dtype.is_floating_point:
+            raise HomeworkWrong(
+                f"{name} 的数据类型是 {value.dtype}，应该是浮点张量（float32 或 float64）："
+                "这里的数都是小数，整数或布尔张量装不下它们")
+    elif t.dtype == torch.bool:
+        raise HomeworkWrong(f"{name} 应该是{what}，收到的是布尔值")
+    t = t.double()
+    if torch.isnan(t).any():
+        raise HomeworkWrong(f"{name} 里有 NaN（不是数）：{'通常是对一整行 -inf 做了 softmax' if name == 'weights' else '请检查计算过程'}")
+    return t
+
+
+def _count(value, name: str, *, given: bool = False) -> int:
+    """一个整数：接受 Python int、numpy 整数、0 维整数张量；浮点数（哪怕是 1050624.0）不算。"""
+    where = f"题目给的 {name}" if given else name
+    if value is None or value is Ellipsis:
+        raise HomeworkWrong(f"{where} 是 {value!r}，应该是一个整数")
+    if isinstance(value, torch.Tensor):
+        if value.device.type != "cpu":
+            raise HomeworkWrong(f"{where} 在设备 {value.device} 上；请先用 .cpu() 或 .item() 取出这个数")
+        if value.dim() != 0:
+            raise HomeworkWrong(f"{where} 应该是一个整数，收到形状 {tuple(value.shape)} 的张量；用 .item() 取出一个数")
+        if value.dtype == torch.bool:
+            raise HomeworkWrong(f"{where} 应该是一个整数，收到布尔张量")
+        if value.dtype.is_floating_point or value.is_complex():
+            raise HomeworkWrong(
+                f"{where} 必须是整数：参数个数是数出来的，收到的是 {value.dtype} 张量 {value.item()!r}。"
+                "计数只用整数的 * 和 +；若用了除法，换成 // 或 int(...)")
+        return int(value.item())
+    if hasattr(value, "dtype") and hasattr(value, "shape") and getattr(value, "shape", None) == ():
+        value = value[()]  # numpy 的 0 维数组 → numpy 标量
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        raise HomeworkWrong(f"{where} 应该是一个整数，收到布尔值 {value!r}")
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        raise HomeworkWrong(
+            f"{where} 必须是整数：参数个数是数出来的，收到的是浮点数 {value!r}（{_type_name(value)}）。"
+            "计数只用整数的 * 和 +；若用了除法，换成 // 或 int(...)")
+    raise HomeworkWrong(f"{where} 应该是一个整数，收到的是 {_type_name(value)}：{_short(value)}")
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.allclose(
-        a.double(), b.double(), rtol=1e-4, atol=1e-5
-    )
+    """a 与 b 形状相同，且在 TOLERANCE 之内逐元素相等（-inf 与 -inf 算相等）。"""
+    return a.shape == b.shape and torch.allclose(a.double(), b.double(), **TOLERANCE, equal_nan=False)
+
+
+def _tril(n: int) -> torch.Tensor:
+    """n×n 的下三角布尔矩阵：第 i 行第 j 列为 True 当且仅当 j ≤ i（位置 i 能看 0…i）。"""
+    return torch.ones(n, n, dtype=torch.bool).tril()
 
 
 # ---------------------------------------------------------------- 作业 1
 
 
 def check_dot_score(score, q, k) -> str:
-    """作业 1（一）：一个 query 与一个 key 的分数 = 点积 (q * k).sum()
-    （见第 2 节 Scaled Dot-Product Attention）。
+    """作业 1（一）：一个 Query 与一个 Key 的分数 = 点积 (q * k).sum()（见第 2 节）。
 
-    score 可以是 Python 数字或 0 维张量；q、k 是等长的一维向量。
+    score：Python 数字或 0 维浮点张量；q、k：题目给的等长一维向量。
     """
     _require(score=score)
-    q, k = _as_tensor(q, "q").double(), _as_tensor(k, "k").double()
-    s = _as_tensor(score, "score")
-    expected = (q * k).sum()
+    q = _float_tensor(q, "q", "一维向量", given=True)
+    k = _float_tensor(k, "k", "一维向量", given=True)
+    if q.dim() != 1 or q.shape != k.shape:
+        raise HomeworkWrong(
+            f"题目给的 q、k 应是等长的一维向量，现在形状是 {tuple(q.shape)} 和 {tuple(k.shape)}："
+            "请重新运行上面给出数据的单元")
+    s = _float_tensor(score, "score", "一个数（Python 数字或 0 维张量）")
+    truth = (q * k).sum()
     if s.dim() > 0:
         if s.shape == q.shape:
-            hint = ("这像是只做了逐元素相乘 q * k，还没有求和："
-                    "点积 = 对应位置相乘再全部加起来，即 (q * k).sum()")
+            hint = "这像是只做了逐元素相乘 q * k，还没有求和：点积 = 对应位置相乘再全部加起来"
         elif s.dim() == 2 and s.numel() > 1:
-            hint = ("这是一个矩阵，像是算成了外积（q 的列向量乘 k 的行向量）；"
-                    "点积只要一个数")
+            hint = "这是一个矩阵，像是算成了外积（q 的列向量乘 k 的行向量）；点积只要一个数"
         else:
-            hint = ("一个分数应该是标量（0 维张量或 Python 数字），"
-                    "可以用 (q * k).sum() 或 .item()")
-        raise HomeworkWrong(
-            "检查 score 的形状：期望一个数（0 维），"
-            f"得到形状 {tuple(s.shape)} 的张量。{hint}"
-        )
-    got = s.double()
-    if _close(got, expected):
-        return _passed(1, f"score = {got.item():.4f}，等于 (q * k).sum()")
+            hint = "一个分数应该是标量（0 维张量或 Python 数字），可以用 .sum() 或 .item() 得到它"
+        raise HomeworkWrong(f"检查 score 的形状：应该是一个数（0 维），收到形状 {tuple(s.shape)} 的张量。{hint}")
+    if _close(s, truth):
+        return _passed(1, f"score = {s.item():.4f}，等于 q 与 k 的点积")
     d_k = q.shape[-1]
     diagnoses = [
-        (expected / math.sqrt(d_k),
-         f"你已经除以了 √d_k = {math.sqrt(d_k):.2f}：这里只要原始点积，缩放是下一步"),
-        (q.sum() * k.sum(),
-         "这是先各自求和再相乘 q.sum() * k.sum()；点积要先逐元素相乘再求和"),
+        (truth / math.sqrt(d_k), f"你已经除以了 √d_k = {math.sqrt(d_k):g}：这里只要原始点积，缩放是下一步"),
+        (q.sum() * k.sum(), "这是先各自求和再相乘：点积要先逐元素相乘，再求和"),
         ((q * q).sum(), "这是 q 和自己的点积；应该是 q 和 k"),
         ((k * k).sum(), "这是 k 和自己的点积；应该是 q 和 k"),
+        ((q - k).pow(2).sum(), "这是 q 与 k 的距离的平方，不是点积"),
     ]
-    hint = next(
-        (h for value, h in diagnoses if _close(got, value)),
-        "请检查是否对应位置相乘后全部相加",
-    )
-    raise HomeworkWrong(
-        "检查 score 是否等于 (q * k).sum()："
-        f"期望 {expected.item():.4f}，得到 {got.item():.4f}。{hint}"
-    )
+    hint = next((h for value, h in diagnoses if _close(s, value)),
+                "请检查是不是对应位置相乘之后把乘积全部加了起来（可以手算一两项核对）")
+    raise HomeworkWrong(f"检查 score 是否等于 q 与 k 的点积：不相等（{TOLERANCE_TEXT}）。{hint}")
 
 
 def check_score_matrix(S, Q, K) -> str:
-    """作业 1（二）：整张分数矩阵 S = Q @ K.T，
-    第 i 行第 j 列是 query i 与 key j 的点积
-    （见第 2 节 Scaled Dot-Product Attention）。
-    """
+    """作业 1（二）：整张注意力分数矩阵 S = Q Kᵀ，第 i 行第 j 列是 Query i 与 Key j 的点积（见第 2 节）。"""
     _require(S=S)
-    Q, K = _as_tensor(Q, "Q").double(), _as_tensor(K, "K").double()
-    got = _as_tensor(S, "S").double()
-    expected = Q @ K.T  # [seq_q, seq_k]
-    if got.shape != expected.shape:
+    Q = _float_tensor(Q, "Q", "二维矩阵 [seq, d_k]", given=True)
+    K = _float_tensor(K, "K", "二维矩阵 [seq, d_k]", given=True)
+    if Q.dim() != 2 or K.dim() != 2 or Q.shape[-1] != K.shape[-1]:
+        raise HomeworkWrong(
+            f"题目给的 Q、K 应是最后一维相同的二维矩阵，现在形状是 {tuple(Q.shape)} 和 {tuple(K.shape)}："
+            "请重新运行上面给出数据的单元")
+    got = _float_tensor(S, "S", "二维张量 [seq_q, seq_k]")
+    truth = Q @ K.T  # [seq_q, seq_k]
+    if got.shape != truth.shape:
         if got.shape == (Q.shape[-1], K.shape[-1]):
-            hint = ("这像是 Q.T @ K（特征维之间相乘）；"
-                    "应该是 Q @ K.T，结果是 [seq_q, seq_k]")
+            hint = "这像是 Q.T @ K（特征维之间相乘）；分数矩阵的行对应 Query、列对应 Key"
         elif got.shape == Q.shape:
-            hint = ("这像是逐元素相乘 Q * K，没有对特征维求和；"
-                    "应该用矩阵乘法 Q @ K.T")
+            hint = "这像是逐元素相乘 Q * K，没有对特征维求和"
         else:
-            hint = "分数矩阵的行数 = query 个数，列数 = key 个数"
+            hint = "分数矩阵的行数 = Query 的个数，列数 = Key 的个数"
         raise HomeworkWrong(
-            f"检查 S 的形状：期望 {tuple(expected.shape)}（[seq_q, seq_k]），"
-            f"得到 {tuple(got.shape)}。{hint}"
-        )
-    if _close(got, expected):
-        return _passed(
-            1,
-            f"S 的形状是 {tuple(got.shape)}，每个元素都等于对应 query 与 key 的点积",
-        )
-    if _close(got, expected.T):
+            f"检查 S 的形状：应该是 {tuple(truth.shape)}（[seq_q, seq_k]），收到 {tuple(got.shape)}。{hint}")
+    if _close(got, truth):
+        return _passed(1, f"S 的形状是 {tuple(got.shape)}，每个元素都等于对应 Query 与 Key 的点积")
+    if _close(got, truth.T):
         raise HomeworkWrong(
-            "检查 S 是否等于 Q @ K.T：你的结果正好是它的转置（K @ Q.T）。"
-            "第 i 行应当是 query i 对所有 key 的分数，请把 Q 放在左边：Q @ K.T"
-        )
-    if _close(got, expected / math.sqrt(Q.shape[-1])):
+            "检查 S 的方向：你的结果是正确矩阵的转置，像是算成了 K @ Q.T。"
+            "第 i 行应当是 Query i 对所有 Key 的分数，请把 Q 放在左边")
+    if _close(got, truth / math.sqrt(Q.shape[-1])):
         raise HomeworkWrong(
-            "检查 S 是否等于 Q @ K.T："
-            f"你已经除以了 √d_k = {math.sqrt(Q.shape[-1]):.2f}；这里只要原始分数"
-        )
-    i, j = (~torch.isclose(got, expected, rtol=1e-4, atol=1e-5)).nonzero()[0].tolist()
+            f"检查 S：你已经除以了 √d_k = {math.sqrt(Q.shape[-1]):g}；这里只要原始分数，缩放是下一步")
+    bad = ~torch.isclose(got, truth, **TOLERANCE)
+    i, j = bad.nonzero()[0].tolist()
     raise HomeworkWrong(
-        f"检查 S 是否等于 Q @ K.T：第 {i} 行第 {j} 列应为 Q[{i}] 与 K[{j}] 的点积 "
-        f"{expected[i, j].item():.4f}，"
-        f"得到 {got[i, j].item():.4f}"
-    )
+        f"检查 S 的每个元素：{int(bad.sum())} 个元素与对应的点积不相等（{TOLERANCE_TEXT}），"
+        f"第一个是第 {i} 行第 {j} 列（你的是 {got[i, j].item():.4f}）。"
+        f"它应当是 Q[{i}] 与 K[{j}] 的点积：检查循环的下标是否用对了")
 
 
 # ---------------------------------------------------------------- 作业 2
 
 
-def check_causal_mask(mask, seq_len: int) -> str:
-    """作业 2（一）：因果 mask 是下三角，1 / True = 可以看，0 / False = 遮住
-    （见第 3 节 因果遮蔽）。
-    """
+def check_causal_mask(mask, seq_len) -> str:
+    """作业 2（一）：因果遮蔽的遮蔽矩阵是下三角，1 / True = 可以看，0 / False = 遮住（见第 3 节）。"""
     _require(mask=mask)
-    m = mask.detach() if isinstance(mask, torch.Tensor) else _as_tensor(mask, "mask")
-    if tuple(m.shape) != (seq_len, seq_len):
-        raise HomeworkWrong(
-            f"检查 mask 的形状：期望 ({seq_len}, {seq_len})（[seq_len, seq_len]），"
-            f"得到 {tuple(m.shape)}"
-        )
+    n = _count(seq_len, "seq_len", given=True)
+    if n < 1:
+        raise HomeworkWrong(f"题目给的 seq_len 应该是正整数，现在是 {n}：请重新运行上面给出数据的单元")
+    m = _to_tensor(mask, "mask", f"{n}×{n} 的张量（1 = 可以看，0 = 遮住）")
+    if tuple(m.shape) != (n, n):
+        raise HomeworkWrong(f"检查 mask 的形状：应该是 ({n}, {n})（[seq_len, seq_len]），收到 {tuple(m.shape)}")
     if m.dtype != torch.bool:
+        m = m.double()
+        if torch.isnan(m).any():
+            raise HomeworkWrong("mask 里有 NaN：遮蔽矩阵只能是 0 和 1（或 False 和 True）")
         if torch.isinf(m).any():
             raise HomeworkWrong(
                 "检查 mask 的取值：你的 mask 里有 -inf，这是“加到分数上”的加性写法。"
-                "这里要的是本书的约定：1 = 可以看，0 = 遮住"
-                "（-inf 是后面 masked_fill 才放进分数里的）"
-            )
+                "这里要的是本书的约定：1 = 可以看，0 = 遮住（-inf 是下一问用 masked_fill 放进分数里的）")
         bad = ~((m == 0) | (m == 1))
         if bad.any():
             raise HomeworkWrong(
-                "检查 mask 的取值：只能是 0 和 1（或 False / True），"
-                f"发现了 {m[bad].unique().tolist()}"
-            )
-    allowed = m.bool() if m.dtype == torch.bool else m != 0
-    expected = causal_mask(seq_len).bool()
-    if torch.equal(allowed, expected):
-        return _passed(
-            2, f"mask 是 {seq_len}×{seq_len} 的下三角矩阵，位置 i 只能看 0…i"
-        )
-    n = seq_len
-    if n > 1 and torch.equal(allowed, expected.T):
-        hint = ("你的 mask 是上三角，正好是正确答案的转置："
-                "位置 i 看到的是自己和它后面的 token（未来）。"
+                f"检查 mask 的取值：只能是 0 和 1（或 False / True），发现了 {m[bad].unique().tolist()[:5]}")
+    allowed = m if m.dtype == torch.bool else m != 0
+    truth = _tril(n)
+    if torch.equal(allowed, truth):
+        return _passed(2, f"mask 是 {n}×{n} 的下三角矩阵，位置 i 只能看 0…i")
+    if n > 1 and torch.equal(allowed, truth.T):
+        hint = ("你的 mask 是上三角，正好是正确答案的转置：位置 i 看到的是自己和它后面的 token（未来）。"
                 "用 torch.tril 而不是 torch.triu")
-    elif n > 1 and torch.equal(allowed, ~expected):
-        hint = ("含义反了：你把“遮住”标成了 1/True。"
-                "这是 nn.MultiheadAttention 的约定（True = 不许看）；"
+    elif n > 1 and torch.equal(allowed, ~truth):
+        hint = ("含义反了：你把“遮住”标成了 1 / True。这是 nn.MultiheadAttention 的约定（True = 不许看）；"
                 "本书约定 1 / True = 可以看")
-    elif allowed.all():
+    elif bool(allowed.all()):
         hint = "所有位置都是 1，什么都没有遮住：每个 token 都能偷看未来"
-    elif torch.equal(
-        allowed, torch.tril(torch.ones(n, n, dtype=torch.bool), diagonal=-1)
-    ):
-        hint = ("对角线被遮住了：位置 i 应该能看到自己。这样第 0 行全是 0，"
-                "softmax 会对整行 -inf 求值，得到 NaN")
+    elif torch.equal(allowed, torch.ones(n, n, dtype=torch.bool).tril(-1)):
+        hint = "对角线被遮住了：位置 i 应该能看到自己。这样第 0 行全被遮住，softmax 会得到 NaN"
+    elif torch.equal(allowed, torch.eye(n, dtype=torch.bool)):
+        hint = "这是单位矩阵：每个位置只看自己。因果遮蔽只遮住位置 i 之后的 token，它前面的都能看"
     else:
-        i, j = (allowed != expected).nonzero()[0].tolist()
-        hint = (f"第 {i} 行第 {j} 列应为 {int(expected[i, j])}"
-                f"（{'可以看' if expected[i, j] else '遮住'}），"
-                f"你的是 {int(allowed[i, j])}")
+        i, j = (allowed != truth).nonzero()[0].tolist()
+        hint = f"第 {i} 行第 {j} 列不对：规则是位置 i 只能看 0…i，按这条规则检查这一格"
     raise HomeworkWrong(f"检查 mask 是否为下三角（1 = 可以看）：{hint}")
 
 
-def check_masked_weights(weights, mask=None) -> str:
-    """作业 2（二）：遮蔽后的注意力权重——未来位置为 0，每行加起来等于 1
-    （见第 3 节 因果遮蔽）。
+def _masked_softmax(scores: torch.Tensor, allowed: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    return torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=dim)
 
-    weights: [..., seq, seq]；mask 默认是同样大小的因果 mask（1 = 可以看）。
+
+def check_masked_weights(weights, scores, d_k=None) -> str:
+    """作业 2（二）：遮蔽后的注意力权重 = softmax(把未来位置设为 -inf 的 scores)（见第 3 节）。
+
+    weights：你的答案，与 scores 同形 [..., seq, seq]；scores：题目给的缩放后的注意力分数；
+    d_k：可选，给出时还能认出“用了没缩放的分数”这一错误。正确答案由 scores 重新算出，
+    在 TOLERANCE 之内相等才通过。
     """
     _require(weights=weights)
-    w = _as_tensor(weights, "weights").double()
-    if w.dim() < 2 or w.shape[-1] != w.shape[-2]:
+    s = _to_tensor(scores, "scores", "注意力分数张量 [seq, seq]", given=True)
+    if not s.dtype.is_floating_point or s.dim() < 2 or s.shape[-1] != s.shape[-2]:
         raise HomeworkWrong(
-            f"检查 weights 的形状：期望 [..., seq, seq] 的方阵，得到 {tuple(w.shape)}"
-        )
-    n = w.shape[-1]
-    allowed = causal_mask(n).bool() if mask is None else _as_tensor(mask, "mask") != 0
+            f"题目给的 scores 应是浮点方阵 [..., seq, seq]，现在是 {s.dtype}、形状 {tuple(s.shape)}："
+            "请重新运行上面给出数据的单元")
+    s = s.double()
+    n = s.shape[-1]
+    allowed = _tril(n)
+    if torch.isnan(s).any() or torch.isinf(s.masked_fill(~allowed, 0.0)).any():
+        raise HomeworkWrong("题目给的 scores 在可见位置上有 NaN 或无穷大：请重新运行上面给出数据的单元")
+    w = _to_tensor(weights, "weights", "浮点张量（softmax 的输出）")
+    if isinstance(weights, torch.Tensor) and (not weights.dtype.is_floating_point
+                                              or weights.dtype in (torch.float16, torch.bfloat16)):
+        raise HomeworkWrong(
+            f"weights 的数据类型是 {weights.dtype}，应该是 float32 或 float64："
+            "softmax 的输出是 0 和 1 之间的小数")
+    w = w.double()
+    if tuple(w.shape) != tuple(s.shape):
+        raise HomeworkWrong(
+            f"检查 weights 的形状：应该和 scores 一样是 {tuple(s.shape)}，收到 {tuple(w.shape)}。"
+            "softmax 不改变形状；检查是不是对错了张量，或者多/少了一维")
+    if torch.isneginf(w).any():
+        raise HomeworkWrong(
+            "weights 里有 -inf：像是先做了 softmax，再用 masked_fill 把未来位置设成 -inf。"
+            "-inf 应该放进分数里，在 softmax 之前；softmax 之后未来位置自然是 0")
     if torch.isnan(w).any():
         rows = sorted({r[-2] for r in torch.isnan(w).nonzero().tolist()})
         raise HomeworkWrong(
-            f"检查 weights 里有没有 NaN：第 {rows} 行出现了 NaN。"
-            "通常是某一行的分数全被换成了 -inf（比如对角线也被遮住）再做 softmax"
-        )
-    if (w < -1e-6).any():
-        raise HomeworkWrong(
-            "检查权重是否非负：出现了负数。softmax 的输出都在 0 和 1 之间"
-        )
-    leak = (w.abs() > 1e-6) & ~allowed
+            f"weights 的第 {rows} 行出现了 NaN。通常是这一行的分数全被换成了 -inf 再做 softmax："
+            "检查遮蔽矩阵的对角线是不是也被遮住了（位置 i 应当能看到自己）")
+    if torch.isinf(w).any():
+        raise HomeworkWrong("weights 里有无穷大：softmax 的输出都在 0 和 1 之间，检查计算过程")
+    truth = _masked_softmax(s, allowed)
+    if _close(w, truth):
+        return _passed(2, "权重与由 scores 遮蔽后做 softmax 的结果一致：未来位置为 0，每行加起来等于 1")
+
+    eye = torch.eye(n, dtype=torch.float64).expand_as(s)
+    uniform = allowed.double() / allowed.double().sum(dim=-1, keepdim=True)
+    mistakes = [
+        (eye, "你的权重是单位矩阵：每个位置只看自己，分数没有起作用。像是遮蔽矩阵用成了 torch.eye，"
+              "或者把对角线以外全遮住了；因果遮蔽只遮住位置 i 之后的 Key"),
+        (uniform.expand_as(s), "每一行在能看的位置上平均分配：分数没有参与计算。像是对遮蔽矩阵本身"
+                               "（或全 0 的分数）做了 softmax，或者用遮蔽矩阵除以了每行的个数；"
+                               "softmax 的输入应当是遮蔽之后的 scores"),
+        (torch.softmax(s, dim=-1) * allowed, "像是先 softmax、再把未来位置乘 0（或填 0）：未来位置虽然是 0，"
+                                             "被遮住的那部分权重却丢了，每行加起来不到 1。"
+                                             "应当先把未来位置的分数设为 -inf，再做 softmax"),
+        (torch.softmax(s, dim=-1), "没有遮蔽：未来位置的权重不是 0。masked_fill(mask == 0, float(\"-inf\")) "
+                                   "要做在 softmax 之前"),
+        (torch.softmax(s.masked_fill(~allowed, 0.0), dim=-1),
+         "被遮住的分数填成了 0 而不是 -inf：e⁰ = 1，未来位置照样分到权重。填 float(\"-inf\")"),
+        (_masked_softmax(s, allowed, dim=-2), "softmax 做在了错误的维度（dim=0 / dim=-2），每一列加起来是 1。"
+                                              "每个 Query 的权重在一行里，应当用 dim=-1"),
+        (_masked_softmax(s, allowed.T), "遮住的是过去而不是未来：遮蔽矩阵像是上三角（torch.triu）。"
+                                        "位置 i 能看的是 0…i"),
+    ]
+    if d_k is not None:
+        try:
+            root = math.sqrt(_count(d_k, "d_k", given=True))
+        except (HomeworkWrong, ValueError):
+            root = None
+        if root:
+            mistakes += [
+                (_masked_softmax(s * root, allowed), "像是用了没有除以 √d_k 的分数（Q @ K.T）："
+                                                     "题目给的 scores 已经缩放过，直接用 scores"),
+                (_masked_softmax(s / root, allowed), "scores 已经除过 √d_k，你又除了一次：直接用 scores"),
+            ]
+    for value, hint in mistakes:
+        if _close(w, value) and not _close(value, truth):
+            raise HomeworkWrong(f"检查 weights：{hint}")
+
+    leak = (w.abs() > TOLERANCE["atol"]) & ~allowed
     if leak.any():
         idx = leak.nonzero()[0].tolist()
         i, j = idx[-2], idx[-1]
         raise HomeworkWrong(
-            f"检查未来位置的权重是否为 0：第 {i} 行第 {j} 列"
-            f"（query {i} 看 key {j}，{j} 在 {i} 之后）是 "
-            f"{w[tuple(idx)].item():.4f}。mask 要在 softmax 之前把这些分数设为 -inf"
-        )
-    row_sums, col_sums = w.sum(dim=-1), w.sum(dim=-2)
-    ones = torch.ones_like(row_sums)
-    if not torch.allclose(row_sums, ones, atol=1e-4):
-        if torch.allclose(col_sums, ones, atol=1e-4):
-            hint = ("每一列加起来是 1，每一行却不是："
-                    "softmax 做在了错误的维度（dim=0 / dim=-2）。"
-                    "每个 query 的权重在一行里，应当用 softmax(..., dim=-1)")
-        elif (row_sums <= 1 + 1e-4).all():
-            hint = ("有的行加起来小于 1，像是先 softmax、再把未来位置乘 0："
-                    "被遮住的那部分权重丢掉了。"
-                    "应该先把分数设为 -inf，再做 softmax")
-        else:
-            hint = "请确认 weights 是 softmax 的输出"
+            f"检查未来位置的权重是否为 0：第 {i} 行第 {j} 列（Query {i} 看 Key {j}，{j} 在 {i} 之后）"
+            f"是 {w[tuple(idx)].item():.4f}。遮蔽要在 softmax 之前把这些分数设为 -inf")
+    if (w < -TOLERANCE["atol"]).any():
+        raise HomeworkWrong("检查权重是否非负：出现了负数。softmax 的输出都在 0 和 1 之间")
+    row_sums = w.sum(dim=-1)
+    if not torch.allclose(row_sums, torch.ones_like(row_sums), atol=1e-4):
         raise HomeworkWrong(
-            "检查每一行是否加起来等于 1："
-            f"得到的行和是 {[round(x, 4) for x in row_sums.flatten().tolist()[:8]]}。"
-            f"{hint}"
-        )
-    return _passed(2, "未来位置的权重都是 0，每一行加起来等于 1")
+            f"检查每一行是否加起来等于 1：你的行和是 {[round(x, 4) for x in row_sums.flatten().tolist()[:8]]}。"
+            "请确认 weights 是对遮蔽后的分数沿最后一维做 softmax 的输出")
+    raise HomeworkWrong(
+        f"检查 weights：未来位置是 0、每行和为 1，但数值与由 scores 算出的权重不一致（{TOLERANCE_TEXT}）。"
+        "检查 softmax 的输入是不是题目给的 scores（遮蔽之后），有没有对分数另做了别的变换")
 
 
 # ---------------------------------------------------------------- 作业 3
 
 
-def _as_int(value, name: str) -> int:
-    if isinstance(value, torch.Tensor):
-        value = value.item()
-    if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or value != int(value)):
-        raise HomeworkWrong(f"{name} 应该是一个整数（参数个数），收到 {value!r}")
-    return int(value)
+def check_ffn_params(w1_params, w2_params, total_params, hidden_size=512, d_ff=2048) -> str:
+    """作业 3：FFN 两个线性层的参数量，包含偏置（见第 5 节）。
 
-
-def check_ffn_params(w1_params, w2_params, total_params, hidden_size: int = 512,
-                     d_ff: int = 2048) -> str:
-    """作业 3：FFN 的参数量，包含偏置（见第 5 节 FFN）。
-
-    W1: d_ff × hidden_size 个权重 + d_ff 个偏置；
-    W2: hidden_size × d_ff 个权重 + hidden_size 个偏置。
+    W1：hidden_size → d_ff，权重 d_ff × hidden_size 个，偏置 d_ff 个；
+    W2：d_ff → hidden_size，权重 hidden_size × d_ff 个，偏置 hidden_size 个。
+    计数接受 Python int、numpy 整数和 0 维整数张量。
     """
     _require(w1_params=w1_params, w2_params=w2_params, total_params=total_params)
-    w1, w2, total = (_as_int(v, n) for v, n in (
-        (w1_params, "w1_params"),
-        (w2_params, "w2_params"),
-        (total_params, "total_params"),
-    ))
-    h, f = hidden_size, d_ff
-    exp_w1, exp_w2 = f * h + f, h * f + h
-    if w1 != exp_w1:
+    h = _count(hidden_size, "hidden_size", given=True)
+    f = _count(d_ff, "d_ff", given=True)
+    w1, w2, total = (_count(v, n) for v, n in (
+        (w1_params, "w1_params"), (w2_params, "w2_params"), (total_params, "total_params")))
+    if w1 != f * h + f:
         if w1 == f * h:
-            hint = f"只算了权重 {f}×{h}，漏了偏置：W1 还有 d_ff = {f} 个偏置项"
+            hint = f"只算了权重，漏了偏置：W1 的每个输出维都有一个偏置（共 d_ff = {f} 个）"
         elif w1 == f * h + h:
-            hint = f"偏置个数不对：W1 的偏置个数等于它的输出维度 d_ff = {f}，不是 {h}"
+            hint = f"偏置个数不对：偏置个数等于这一层的输出维度，W1 的输出维度是 d_ff = {f}"
+        elif w1 in (f + h, f * h * 2):
+            hint = "权重个数 = 输入维度 × 输出维度（乘，不是加），再加上输出维度个偏置"
         else:
-            hint = f"W1 把 {h} 维升到 {f} 维：权重 {f}×{h}，再加 {f} 个偏置"
-        raise HomeworkWrong(f"检查 w1_params：期望 {exp_w1:,}，得到 {w1:,}。{hint}")
-    if w2 != exp_w2:
+            hint = f"W1 把 {h} 维升到 {f} 维：参数 = 权重（输入维 × 输出维）+ 偏置（输出维）"
+        raise HomeworkWrong(f"检查 w1_params：{w1:,} 不对。{hint}")
+    if w2 != h * f + h:
         if w2 == h * f:
-            hint = f"只算了权重 {h}×{f}，漏了偏置：W2 还有 hidden_size = {h} 个偏置项"
+            hint = f"只算了权重，漏了偏置：W2 的每个输出维都有一个偏置（共 hidden_size = {h} 个）"
         elif w2 == h * f + f:
-            hint = (f"偏置个数不对：W2 的偏置个数等于它的输出维度 hidden_size = {h}，"
-                    f"不是 {f}")
+            hint = f"偏置个数不对：偏置个数等于这一层的输出维度，W2 的输出维度是 hidden_size = {h}"
         else:
-            hint = f"W2 把 {f} 维降回 {h} 维：权重 {h}×{f}，再加 {h} 个偏置"
-        raise HomeworkWrong(f"检查 w2_params：期望 {exp_w2:,}，得到 {w2:,}。{hint}")
+            hint = f"W2 把 {f} 维降回 {h} 维：参数 = 权重（输入维 × 输出维）+ 偏置（输出维）"
+        raise HomeworkWrong(f"检查 w2_params：{w2:,} 不对。{hint}")
     if total != w1 + w2:
         if total == 2 * h * f:
             hint = "总数漏了偏置：两层的偏置都没有算进去"
         elif total in (w1 + h * f, w2 + f * h):
             hint = "总数只算了一层的偏置：W1 和 W2 的偏置都要算"
         else:
-            hint = "总参数量就是两层之和"
-        raise HomeworkWrong(
-            "检查 total_params = w1_params + w2_params："
-            f"期望 {w1 + w2:,}，得到 {total:,}。{hint}"
-        )
-    return _passed(
-        3,
-        f"W1 {w1:,} + W2 {w2:,} = {total:,} 个参数，"
-        f"约是 hidden_size² 的 {total / h ** 2:.0f} 倍",
-    )
+            hint = "FFN 的总参数量就是两层之和"
+        raise HomeworkWrong(f"检查 total_params：{total:,} 不等于 w1_params + w2_params。{hint}")
+    return _passed(3, f"W1 {w1:,} + W2 {w2:,} = {total:,} 个参数，约是 hidden_size² 的 {total / h ** 2:.0f} 倍")
+
+
+# ---------------------------------------------------------------- 批改用的题目清单
+
+
+def exercise_inputs() -> dict:
+    """题目给的数据，和学生版笔记本里的数据单元算出的完全相同（种子 42，句子 "the cat sat"）。
+
+    批改（minigpt.grade）用它，而不用学生笔记本里的 q、K、scores……：改了题目数据也骗不过检查。
+    """
+    from .attention import attention_scores, scale_scores
+    from .data import make_toy_example
+
+    toy = make_toy_example()
+    Q, K = toy.Q.detach(), toy.K.detach()
+    d_k = Q.shape[-1]
+    return {"q": Q[1], "k": K[2], "Q": Q, "K": K, "d_k": d_k, "seq_len": Q.shape[0],
+            "scores": scale_scores(attention_scores(Q, K), d_k), "hidden_size": 512, "d_ff": 2048}
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """一道（小）题：编号、标题、笔记本里的答案变量名、以及怎样用检查器判它。"""
+
+    key: str                      # 与学生版笔记本里初始代码单元的标签 hw-starter-<key> 一致
+    title: str
+    answers: tuple[str, ...]      # 答案变量名
+    checker: str                  # 检查函数名（批改时判定未作答的单元要找它的调用）
+    run: Callable[[dict, dict], str]  # run(答案, 题目数据) → 通过时的消息；否则抛出检查器的异常
+
+
+EXERCISES = (
+    Exercise("1a", "作业 1（一）一个分数", ("score",), "check_dot_score",
+             lambda a, x: check_dot_score(a["score"], x["q"], x["k"])),
+    Exercise("1b", "作业 1（二）分数矩阵", ("S",), "check_score_matrix",
+             lambda a, x: check_score_matrix(a["S"], x["Q"], x["K"])),
+    Exercise("2a", "作业 2（一）遮蔽矩阵", ("mask",), "check_causal_mask",
+             lambda a, x: check_causal_mask(a["mask"], x["seq_len"])),
+    Exercise("2b", "作业 2（二）遮蔽后的权重", ("weights",), "check_masked_weights",
+             lambda a, x: check_masked_weights(a["weights"], x["scores"], x["d_k"])),
+    Exercise("3", "作业 3 FFN 的参数量", ("w1_params", "w2_params", "total_params"), "check_ffn_params",
+             lambda a, x: check_ffn_params(a["w1_params"], a["w2_params"], a["total_params"],
+                                           x["hidden_size"], x["d_ff"])),
+)

@@ -1,0 +1,159 @@
+"""作业包：网站上可下载的 ``minigpt-homework.zip``（Sphinx 扩展，在 _config.yml 的 local_extensions 里登记）。
+
+HTML 构建结束时（``build-finished``）在网站根目录写出作业包，里面是：
+
+- ``homework_student.ipynb``：不含答案的作业笔记本（tools/make_student_notebook.py 从作业页生成）；
+- ``minigpt-<版本>-py3-none-any.whl``：本书的 Python 包，构建时用当前环境的 setuptools 现场打包
+  （``pip wheel --no-build-isolation --no-index``，不联网；版本取自 pyproject.toml）；
+- ``README.md``：中文的安装与使用说明。
+
+作业包按包源码、pyproject.toml、笔记本和说明文字求摘要，缓存在 ``_build/.homework-bundle/``：这些都没变时
+直接复制缓存，不再打包。另外给每页的下载菜单加一项“作业包”。目录里没有作业页的书（测试用的小书）什么都不做。
+打包失败发警告，构建（带 -W）因而失败。
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+BUNDLE = "minigpt-homework.zip"        # 网站根目录下的文件名（作业页的链接指向它）
+FOLDER = "minigpt-homework"            # 解压出来的文件夹
+HOMEWORK_DOC = "book/homework"
+NOTEBOOK = Path("book") / "homework_student.ipynb"
+
+README = """\
+# 作业包：《Attention 机制与 Transformer Block》
+
+这个文件夹里有：
+
+- `homework_student.ipynb`：作业笔记本，三道题，不含答案；
+- `{wheel}`：本书的 Python 包 `minigpt`（版本 {version}），检查器就在里面；
+- `README.md`：这份说明。
+
+## 开始做题
+
+需要 Python 3.11 或更新的版本。在这个文件夹里打开终端：
+
+```bash
+python -m venv .venv                      # 建议：建一个单独的虚拟环境
+source .venv/bin/activate                 # Windows：.venv\\Scripts\\activate
+pip install {wheel}
+```
+
+pip 会一并装上 PyTorch 和 matplotlib。然后用 Jupyter 打开 `homework_student.ipynb`
+（还没有 Jupyter：`pip install notebook`，再运行 `jupyter notebook`），从上往下逐个运行。
+带 `# TODO` 的单元里有 `None` 占位，换成你的代码；单元最后一行的检查器会告诉你对不对。
+
+## 交作业
+
+做完后在 Jupyter 里“重启内核并运行全部”一次，保存，把 `homework_student.ipynb` 交给老师
+（老师可能会请你先把它改名为学号）。
+"""
+
+
+def _source_files(root: Path) -> list[Path]:
+    package = sorted(p for p in (root / "src" / "minigpt").rglob("*.py"))
+    return [root / "pyproject.toml", root / NOTEBOOK, *package]
+
+
+def bundle_key(root: Path) -> str:
+    """包源码、pyproject.toml、学生版笔记本与说明文字的摘要；任何一个字节变了，作业包就重新打。"""
+    digest = hashlib.sha256(README.encode())
+    for path in _source_files(root):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def build_wheel(root: Path, out_dir: Path, python: str = sys.executable) -> Path:
+    """用 python 所在环境的 setuptools 把 root 下的 minigpt 打成 wheel，不联网；返回 wheel 的路径。
+
+    在临时副本里打包，免得在源码树里留下 build/ 和 *.egg-info。
+    """
+    with tempfile.TemporaryDirectory(prefix="minigpt-wheel-") as tmp:
+        copy = Path(tmp) / "src-copy"
+        shutil.copytree(root / "src", copy / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        shutil.copy(root / "pyproject.toml", copy / "pyproject.toml")
+        env = dict(os.environ, SOURCE_DATE_EPOCH=os.environ.get("SOURCE_DATE_EPOCH", "1767225600"),
+                   PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+        proc = subprocess.run(
+            [python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+             "--wheel-dir", str(out_dir), str(copy)],
+            env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"打包 minigpt 失败（pip wheel 退出码 {proc.returncode}）：\n{proc.stdout}{proc.stderr}")
+    wheels = sorted(out_dir.glob("minigpt-*.whl"))
+    if len(wheels) != 1:
+        raise RuntimeError(f"pip wheel 之后应当正好有一个 minigpt wheel，找到 {[w.name for w in wheels]}")
+    return wheels[0]
+
+
+def _zip_write(zf: zipfile.ZipFile, name: str, data: bytes) -> None:
+    # 固定时间戳（SOURCE_DATE_EPOCH，默认 2026-01-01），内容不变时作业包逐字节相同
+    stamp = time.gmtime(int(os.environ.get("SOURCE_DATE_EPOCH", "1767225600")))[:6]
+    info = zipfile.ZipInfo(f"{FOLDER}/{name}", date_time=stamp)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    zf.writestr(info, data)
+
+
+def build_bundle(root: Path, target: Path, python: str = sys.executable) -> Path:
+    """在 target 写出作业包（zip）。root 是书的根目录（有 src/minigpt、pyproject.toml、book/）。"""
+    with tempfile.TemporaryDirectory(prefix="minigpt-bundle-") as tmp:
+        wheel = build_wheel(root, Path(tmp), python)
+        version = wheel.name.split("-")[1]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(".zip.part")
+        with zipfile.ZipFile(partial, "w") as zf:
+            _zip_write(zf, "README.md", README.format(wheel=wheel.name, version=version).encode())
+            _zip_write(zf, "homework_student.ipynb", (root / NOTEBOOK).read_bytes())
+            _zip_write(zf, wheel.name, wheel.read_bytes())
+        partial.replace(target)
+    return target
+
+
+def write_bundle(app, exception) -> None:
+    """build-finished：HTML 构建成功、且书里有作业页时，把作业包放到网站根目录（内容没变时用缓存）。"""
+    if exception is not None or app.builder.format != "html" or HOMEWORK_DOC not in app.env.found_docs:
+        return
+    from sphinx.util import logging
+
+    root = Path(app.confdir)
+    cached = Path(app.outdir).parent / ".homework-bundle" / f"{bundle_key(root)}.zip"
+    try:
+        if not cached.is_file():
+            for old in cached.parent.glob("*.zip"):
+                old.unlink()
+            build_bundle(root, cached)
+        shutil.copy2(cached, Path(app.outdir) / BUNDLE)
+    except (OSError, RuntimeError) as err:
+        logging.getLogger(__name__).warning(f"[homework_bundle] 没能生成作业包 {BUNDLE}：{err}")
+
+
+def offer_bundle(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """在下载菜单（主题在优先级 501 生成）里加一项“作业包”。"""
+    if HOMEWORK_DOC not in app.env.found_docs:
+        return
+    for group in context.get("header_buttons", []):
+        if group.get("label") == "download-buttons":
+            group["buttons"].append({
+                "type": "link",
+                "url": context["pathto"](BUNDLE, 1),
+                "text": "作业包",
+                "tooltip": "下载作业包：作业笔记本 + minigpt 包 + 说明",
+                "icon": "fas fa-file-zipper",
+                "label": "download-homework-bundle-button",
+            })
+
+
+def setup(app) -> dict:
+    app.connect("html-page-context", offer_bundle, priority=503)
+    app.connect("build-finished", write_bundle)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
