@@ -43,8 +43,8 @@ README = """\
 需要 Python 3.11 或更新的版本。在这个文件夹里打开终端：
 
 ```bash
-python -m venv .venv                      # 建议：建一个单独的虚拟环境
-source .venv/bin/activate                 # Windows：.venv\\Scripts\\activate
+python -m venv minigpt-env                # 建议：建一个单独的虚拟环境
+source minigpt-env/bin/activate           # Windows：minigpt-env\\Scripts\\activate
 pip install {wheel}
 ```
 
