@@ -199,3 +199,10 @@ def test_visible_code_cells_have_no_build_plumbing(homework_html):
     for cell in soup.select("div.cell_input"):
         code = cell.get_text()
         assert "glue(" not in code and "myst_nb" not in code, code[:200]
+
+
+def test_glossary_links_become_plain_words_and_other_roles_are_refused():
+    text, _ = tool.exercise_to_markdown("```{exercise} 题\n:label: x\n\n{term}`Query` 与 {term}`键 <Key>`\n```", 1)
+    assert text == "## 作业 1：题\n\nQuery 与 键"
+    with pytest.raises(ValueError, match="MyST"):
+        tool.exercise_to_markdown("```{exercise} 题\n:label: x\n\n见 {doc}`s1_intuition`\n```", 1)

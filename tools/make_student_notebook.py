@@ -63,6 +63,10 @@ _EXERCISE = re.compile(
 )
 
 
+# 术语表链接 {term}`术语` 或 {term}`显示文字 <术语>`：Jupyter 不认识，学生版里只留显示的文字
+_TERM = re.compile(r"\{term\}`(?:(?P<text>[^`<]*?)\s*<(?P<target>[^`>]+)>|(?P<plain>[^`]+))`")
+
+
 def _tags(cell) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
 
@@ -80,8 +84,8 @@ def exercise_to_markdown(text: str, number: int) -> tuple[str, int]:
         number += 1
         return f"## {heading}\n\n{m.group('body').strip()}\n"
 
-    out = _EXERCISE.sub(repl, text)
-    if "{exercise}" in out or re.search(r"^(`{3,}|:{3,})\{", out, re.M):
+    out = _TERM.sub(lambda m: m.group("text") or m.group("plain"), _EXERCISE.sub(repl, text))
+    if "{exercise}" in out or re.search(r"^(`{3,}|:{3,})\{", out, re.M) or re.search(r"\{[\w:-]+\}`", out):
         raise ValueError(f"学生版里不能留下 MyST 指令（Jupyter 显示不了）：\n{out}")
     return out.strip(), number
 
