@@ -2,20 +2,27 @@
 
 用法::
 
-    python -m minigpt.grade 提交1.ipynb 提交2.ipynb … [--json 报告.json] [--timeout 秒]
+    python -m minigpt.grade 提交.ipynb … [--json 报告.json] [--timeout 秒]
 
-- 每份笔记本在一个全新的内核里从头运行（nbclient），工作目录是一个临时目录；提交的文件只读不写。
-- 一个单元出错之后照样运行后面的单元（和“运行全部”遇错即停不同），这样后面的题仍能得分。
-- 单元运行超过 ``--timeout`` 秒（默认 30）就结束内核；换一个新内核，重跑它之前的单元（跳过超时的那个），
-  再接着往下。内核崩溃（例如 ``os._exit(1)``）也这样处理。
-- 判分不看笔记本打印了什么：运行结束后，批改程序从内核里取出答案变量（``score``、``S``、``mask``、
-  ``weights``、``w1_params`` …），在批改程序自己的进程里用本包的检查器判定；题目数据（q、K、scores……）
-  也由本包重新生成。学生改写 ``check_*`` 函数、改题目数据或者打印“✔ 通过”都不起作用。
-- 每题的结果：通过 / 答错（附检查器的说明）/ 未作答 / 出错（异常类型、第几个代码单元）/ 超时。
+- 每份笔记本在一个全新的内核里从头运行（nbclient），工作目录是临时目录；
+  交上来的文件只读不写。
+- 一个单元出错之后，照样运行后面的单元（不像“运行全部”遇错即停），
+  后面的题仍能得分。
+- 单元运行超过 ``--timeout`` 秒（默认 30）就结束内核，换一个新内核，
+  重跑它之前的单元（跳过超时的那个），再接着往下。内核崩溃
+  （例如 ``os._exit(1)``）也这样处理。
+- 判分不看笔记本打印了什么：运行结束后，批改程序从内核里取出答案变量
+  （``score``、``S``、``mask``、``weights``、``w1_params`` …），
+  在自己的进程里用本包的检查器判定；题目数据（q、K、scores……）也由本包重新生成。
+  学生改写 ``check_*`` 函数、改题目数据或者打印“✔ 通过”都不起作用。
+- 每题的结果：通过 / 答错（附检查器的说明）/ 未作答 /
+  出错（异常类型、第几个代码单元）/ 超时。
   文件不存在、不是合法的笔记本，也各占一行。
-- 退出码：所有提交都批改完（不论成绩）是 0；批改程序自己无法运行（缺 nbclient、内核起不来）时非 0。
+- 退出码：每份提交都批改完（不论成绩）是 0；
+  批改程序自己无法运行（缺 nbclient、内核起不来）时非 0。
 
-代码单元的编号从 1 数，只数代码单元：在 Jupyter 里“重启内核并运行全部”之后，它就是单元左边的 ``[N]``。
+代码单元从 1 数，只数代码单元：在 Jupyter 里“重启内核并运行全部”之后，
+它就是单元左边的 ``[N]``。
 """
 
 from __future__ import annotations
@@ -37,9 +44,10 @@ from pathlib import Path
 
 from .homework import EXERCISES, HomeworkNotFilled, HomeworkWrong, exercise_inputs
 
-STATUS_TEXT = {"passed": "通过", "wrong": "答错", "not_attempted": "未作答", "error": "出错",
-               "timeout": "超时"}
-CHECKER_ERRORS = {"HomeworkWrong", "HomeworkNotFilled"}  # 学生自己调用检查器报的错，不算“出错”
+STATUS_TEXT = {"passed": "通过", "wrong": "答错", "not_attempted": "未作答",
+               "error": "出错", "timeout": "超时"}
+# 学生自己调用检查器报的错，不算“出错”
+CHECKER_ERRORS = {"HomeworkWrong", "HomeworkNotFilled"}
 MAX_RESTARTS = 3  # 一份笔记本最多换几次内核（超时、崩溃），之后剩下的单元不再运行
 
 
@@ -68,7 +76,8 @@ class Problem:
 @dataclass
 class SubmissionResult:
     path: str
-    graded: bool                # 笔记本运行了（哪怕有单元出错）；文件不存在、不是笔记本时为 False
+    # 笔记本运行了（哪怕有单元出错）；文件不存在、不是笔记本时为 False
+    graded: bool
     problem: str = ""           # 整份提交的问题（文件不存在、JSON 无效……）
     exercises: list[ExerciseResult] = field(default_factory=list)
     cell_problems: list[Problem] = field(default_factory=list)
@@ -98,7 +107,8 @@ def read_submission(path: Path):
     try:
         json.loads(text)
     except json.JSONDecodeError as err:
-        return None, ("JSONDecodeError", f"不是有效的 JSON（第 {err.lineno} 行第 {err.colno} 列：{err.msg}），"
+        return None, ("JSONDecodeError", f"不是有效的 JSON（第 {err.lineno} 行第 "
+                                         f"{err.colno} 列：{err.msg}），"
                                          "文件可能损坏或被截断")
     try:
         with warnings.catch_warnings():
@@ -106,7 +116,8 @@ def read_submission(path: Path):
             nb = nbformat.reads(text, as_version=4)
             nbformat.validate(nb)
     except Exception as err:  # nbformat 对各种不合格的 JSON 抛出不同的异常
-        return None, (type(err).__name__, "是 JSON，但不是合格的 Jupyter 笔记本（nbformat 4）")
+        return None, (type(err).__name__,
+                      "是 JSON，但不是合格的 Jupyter 笔记本（nbformat 4）")
     return nb, None
 
 
@@ -127,7 +138,7 @@ def __minigpt_grade_dump(__path, __names):
             if v.device.type == "meta":
                 return ("opaque", "Tensor", "meta 设备上的张量（没有数据）")
             return ("value", v.cpu().clone())
-        if isinstance(v, (bool, int, float, str)) and type(v) in (bool, int, float, str):
+        if type(v) in (bool, int, float, str):
             return ("value", v[:200] if isinstance(v, str) else v)
         module = type(v).__module__ or ""
         if module.startswith("numpy"):
@@ -167,7 +178,10 @@ def _error_of(cell) -> tuple[str, str] | None:
 
 
 async def _run_notebook(nb, timeout: float, workdir: Path, names: list[str]):
-    """运行笔记本的全部代码单元，返回 ({代码单元序号（从 0 数）: Problem}, 答案文件路径或 None)。"""
+    """运行笔记本的全部代码单元。
+
+    返回 ({代码单元序号（从 0 数）: Problem}, 答案文件路径或 None)。
+    """
     import nbformat
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
@@ -180,25 +194,31 @@ async def _run_notebook(nb, timeout: float, workdir: Path, names: list[str]):
     dump = workdir / "answers.pt"
     while True:
         km = AsyncKernelManager(kernel_name="python3")
-        client = NotebookClient(nb, km=km, timeout=timeout, allow_errors=True, startup_timeout=120,
-                                interrupt_on_timeout=False, shutdown_kernel="immediate",
-                                record_timing=False, kernel_name="python3")
+        client = NotebookClient(
+            nb, km=km, timeout=timeout, allow_errors=True, startup_timeout=120,
+            interrupt_on_timeout=False, shutdown_kernel="immediate",
+            record_timing=False, kernel_name="python3")
         client.reset_execution_trackers()
         broke, started = None, False
         try:
-            # 内核自己的日志（例如 TCP 未加密的提示）不混进批改报告；学生代码的输出走消息通道，不受影响
-            async with client.async_setup_kernel(cwd=str(workdir), stdout=subprocess.DEVNULL,
-                                                 stderr=subprocess.DEVNULL):
+            # 内核自己的日志（例如 TCP 未加密的提示）不混进批改报告；
+            # 学生代码的输出走消息通道，不受影响
+            quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+            async with client.async_setup_kernel(cwd=str(workdir), **quiet):
                 started = True
-                # 先把 torch 和本包导入好（不计入学生单元的时限）：繁忙的机器上光 import torch 就要好几秒
+                # 先把 torch 和本包导入好（不计入学生单元的时限）：
+                # 繁忙的机器上光 import torch 就要好几秒
                 client.timeout = max(120, timeout)
                 warm = nbformat.v4.new_code_cell(_WARM_UP)
                 try:
                     await client.async_execute_cell(warm, 0, store_history=False)
                 except (CellTimeoutError, DeadKernelError) as err:
-                    raise GraderError(f"内核里导入 torch 和 minigpt 失败：{type(err).__name__}") from None
+                    raise GraderError("内核里导入 torch 和 minigpt 失败："
+                                      f"{type(err).__name__}") from None
                 if _error_of(warm):
-                    raise GraderError("内核里导入 torch 和 minigpt 失败：{}: {}".format(*_error_of(warm)))
+                    ename, evalue = _error_of(warm)
+                    raise GraderError(
+                        f"内核里导入 torch 和 minigpt 失败：{ename}: {evalue}")
                 client.timeout = timeout
                 for n, cell in enumerate(code):
                     if n in skip:
@@ -210,7 +230,8 @@ async def _run_notebook(nb, timeout: float, workdir: Path, names: list[str]):
                         broke = Problem(n + 1, "timeout", "CellTimeoutError",
                                         f"运行超过 {timeout:g} 秒，已结束内核")
                     except DeadKernelError:
-                        broke = Problem(n + 1, "crash", "DeadKernelError", "内核退出了（崩溃或被结束）")
+                        broke = Problem(n + 1, "crash", "DeadKernelError",
+                                        "内核退出了（崩溃或被结束）")
                     if broke:
                         problems[n] = broke
                         skip.add(n)
@@ -232,7 +253,8 @@ async def _run_notebook(nb, timeout: float, workdir: Path, names: list[str]):
                     return problems, (dump if dump.is_file() else None)
         except Exception as err:  # 内核起不来，或者关内核时出错
             if not started:
-                raise GraderError(f"无法启动 Python 内核：{type(err).__name__}: {err}") from None
+                raise GraderError(
+                    f"无法启动 Python 内核：{type(err).__name__}: {err}") from None
             if broke is None:
                 raise
         restarts += 1
@@ -240,7 +262,8 @@ async def _run_notebook(nb, timeout: float, workdir: Path, names: list[str]):
             for n in range(len(code)):
                 if n not in skip and n not in problems:
                     problems[n] = Problem(n + 1, "not_run", None,
-                                          f"内核已换过 {MAX_RESTARTS} 次，没有再运行这个单元")
+                                          f"内核已换过 {MAX_RESTARTS} 次，"
+                                          "没有再运行这个单元")
             return problems, None
 
 
@@ -267,7 +290,8 @@ def _load_answers(dump: Path | None, names: list[str]) -> dict:
         elif kind == "value":
             answers[n] = item[1]
         else:  # 别的类型：用一个同名的替身，让检查器说“收到的是 XXX”
-            answers[n] = type(str(item[1]), (), {"__repr__": lambda self, t=item[2]: t})()
+            stand_in = {"__repr__": lambda self, t=item[2]: t}
+            answers[n] = type(str(item[1]), (), stand_in)()
     return answers
 
 
@@ -283,7 +307,9 @@ _MISSING = _Missing()
 
 
 def _anchor(nb, exercise) -> int | None:
-    """这道题的初始代码在第几个代码单元（从 0 数）：优先按标签 hw-starter-<key>，其次按检查器调用。"""
+    """这道题的初始代码在第几个代码单元（从 0 数）：优先按标签 hw-starter-<key>，
+    其次按检查器调用。
+    """
     code = [c for c in nb.cells if c.cell_type == "code"]
     for n, cell in enumerate(code):
         if f"hw-starter-{exercise.key}" in cell.get("metadata", {}).get("tags", []):
@@ -293,31 +319,38 @@ def _anchor(nb, exercise) -> int | None:
         if f"{exercise.checker}(" in cell.source:
             found = n
     if found is None:
-        pattern = re.compile(r"^\s*(" + "|".join(map(re.escape, exercise.answers)) + r")\s*=", re.M)
+        names = "|".join(map(re.escape, exercise.answers))
+        pattern = re.compile(r"^\s*(" + names + r")\s*=", re.M)
         for n, cell in enumerate(code):
             if pattern.search(cell.source):
                 found = n
     return found
 
 
-def _judge(exercise, answers: dict, inputs: dict, problems: dict, anchor: int | None) -> ExerciseResult:
+def _judge(exercise, answers: dict, inputs: dict, problems: dict,
+           anchor: int | None) -> ExerciseResult:
     mine = {n: answers[n] for n in exercise.answers}
     empty = [n for n, v in mine.items() if v is _MISSING]
     unfilled = all(v is None or v is Ellipsis or v is _MISSING for v in mine.values())
     if empty or unfilled:
         relevant = [p for n, p in problems.items()
-                    if (anchor is None or n <= anchor) and not (p.kind == "error" and p.exception in CHECKER_ERRORS)]
+                    if (anchor is None or n <= anchor)
+                    and not (p.kind == "error" and p.exception in CHECKER_ERRORS)]
         if relevant:
-            at_anchor = [p for p in relevant if anchor is not None and p.cell == anchor + 1]
+            at_anchor = [p for p in relevant
+                         if anchor is not None and p.cell == anchor + 1]
             p = at_anchor[0] if at_anchor else max(relevant, key=lambda p: p.cell)
             status = "timeout" if p.kind == "timeout" else "error"
-            what = {"timeout": "超时", "crash": "内核崩溃", "not_run": "没有运行"}.get(p.kind, "异常")
+            what = {"timeout": "超时", "crash": "内核崩溃",
+                    "not_run": "没有运行"}.get(p.kind, "异常")
             return ExerciseResult(exercise.key, exercise.title, status,
-                                  f"代码单元 {p.cell} {what}：{p.exception or ''} {p.message}".strip(),
+                                  f"代码单元 {p.cell} {what}：{p.exception or ''} "
+                                  f"{p.message}".strip(),
                                   p.exception, p.cell)
         if empty:
             return ExerciseResult(exercise.key, exercise.title, "not_attempted",
-                                  f"运行结束时没有变量 {'、'.join(empty)}（被删除了，或者从来没有定义）")
+                                  f"运行结束时没有变量 {'、'.join(empty)}（被删除了，"
+                                  "或者从来没有定义）")
     sink = io.StringIO()
     try:
         with contextlib.redirect_stdout(sink):
@@ -327,19 +360,23 @@ def _judge(exercise, answers: dict, inputs: dict, problems: dict, anchor: int | 
     except HomeworkWrong as err:
         return ExerciseResult(exercise.key, exercise.title, "wrong", str(err))
     except Exception as err:  # 检查器本不该抛别的异常；万一抛了，也只影响这一格
+        name = type(err).__name__
         return ExerciseResult(exercise.key, exercise.title, "error",
-                              f"检查器出错：{type(err).__name__}: {err}", type(err).__name__, None)
+                              f"检查器出错：{name}: {err}", name)
     return ExerciseResult(exercise.key, exercise.title, "passed", message)
 
 
 def grade_submission(path: Path, timeout: float = 30) -> SubmissionResult:
-    """批改一份提交。文件不存在、不是笔记本等情况也返回一行结果，不抛异常（GraderError 除外）。"""
+    """批改一份提交。文件不存在、不是笔记本等情况也返回一行结果，
+    不抛异常（GraderError 除外）。
+    """
     result = SubmissionResult(str(path), graded=False)
     nb, bad = read_submission(path)
     if bad:
         ename, message = bad
         result.problem = message
-        result.exercises = [ExerciseResult(e.key, e.title, "error", message, ename, None) for e in EXERCISES]
+        result.exercises = [ExerciseResult(e.key, e.title, "error", message, ename)
+                            for e in EXERCISES]
         return result
     names = sorted({n for e in EXERCISES for n in e.answers})
     work = copy.deepcopy(nb)
@@ -349,7 +386,8 @@ def grade_submission(path: Path, timeout: float = 30) -> SubmissionResult:
     inputs = exercise_inputs()
     result.graded = True
     result.cell_problems = [problems[n] for n in sorted(problems)]
-    result.exercises = [_judge(e, answers, inputs, problems, _anchor(nb, e)) for e in EXERCISES]
+    result.exercises = [_judge(e, answers, inputs, problems, _anchor(nb, e))
+                        for e in EXERCISES]
     return result
 
 
@@ -371,8 +409,10 @@ def format_table(results: list[SubmissionResult], timeout: float) -> str:
     for r in results:
         rows.append([Path(r.path).name] + [STATUS_TEXT[e.status] for e in r.exercises]
                     + [f"{r.passed}/{len(EXERCISES)}"])
-    widths = [max(_width(row[i]) for row in [header] + rows) + 2 for i in range(len(header))]
-    lines = [f"作业批改：{len(results)} 份提交，每个代码单元最多运行 {timeout:g} 秒", ""]
+    widths = [max(_width(row[i]) for row in [header] + rows) + 2
+              for i in range(len(header))]
+    lines = [f"作业批改：{len(results)} 份提交，"
+             f"每个代码单元最多运行 {timeout:g} 秒", ""]
     lines.append("".join(_pad(h, w) for h, w in zip(header, widths)).rstrip())
     lines.append("".join("-" * (w - 2) + "  " for w in widths).rstrip())
     for row in rows:
@@ -384,11 +424,13 @@ def format_table(results: list[SubmissionResult], timeout: float) -> str:
             notes.append(f"  无法运行：{r.problem}")
         for e in r.exercises:
             if e.status != "passed" and not r.problem:
-                notes.append(f"  {short.get(e.key, e.key)} {STATUS_TEXT[e.status]}：{e.message}")
+                notes.append(f"  {short.get(e.key, e.key)} {STATUS_TEXT[e.status]}："
+                             f"{e.message}")
         named = {e.cell for e in r.exercises}
         for p in r.cell_problems:
             if p.kind in ("timeout", "crash") and p.cell not in named:
-                notes.append(f"  （代码单元 {p.cell}：{p.message}，之后换了新内核，跳过它重跑其余单元）")
+                notes.append(f"  （代码单元 {p.cell}：{p.message}，之后换了新内核，"
+                             "跳过它重跑其余单元）")
         if notes:
             lines.append(Path(r.path).name)
             lines += notes
@@ -398,11 +440,13 @@ def format_table(results: list[SubmissionResult], timeout: float) -> str:
 def to_json(results: list[SubmissionResult], timeout: float) -> dict:
     return {
         "timeout_seconds": timeout,
-        "exercises": [{"key": e.key, "title": e.title, "answers": list(e.answers)} for e in EXERCISES],
+        "exercises": [{"key": e.key, "title": e.title, "answers": list(e.answers)}
+                      for e in EXERCISES],
         "submissions": [
-            {"path": r.path, "graded": r.graded, "problem": r.problem, "passed": r.passed,
-             "total": len(EXERCISES),
-             "exercises": {e.key: {k: v for k, v in asdict(e).items() if k not in ("key", "title")}
+            {"path": r.path, "graded": r.graded, "problem": r.problem,
+             "passed": r.passed, "total": len(EXERCISES),
+             "exercises": {e.key: {k: v for k, v in asdict(e).items()
+                                   if k not in ("key", "title")}
                            for e in r.exercises},
              "cell_problems": [asdict(p) for p in r.cell_problems]}
             for r in results
@@ -413,9 +457,12 @@ def to_json(results: list[SubmissionResult], timeout: float) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m minigpt.grade",
-        description="批改《Attention 机制与 Transformer Block》的作业笔记本：逐份运行、逐题判分。")
-    parser.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION.ipynb", help="学生交回的笔记本")
-    parser.add_argument("--json", type=Path, metavar="FILE", help="另把结果写成 JSON 文件")
+        description="批改《Attention 机制与 Transformer Block》的作业笔记本："
+                    "逐份运行、逐题判分。")
+    parser.add_argument("submissions", nargs="+", type=Path,
+                        metavar="SUBMISSION.ipynb", help="学生交回的笔记本")
+    parser.add_argument("--json", type=Path, metavar="FILE",
+                        help="另把结果写成 JSON 文件")
     parser.add_argument("--timeout", type=float, default=30, metavar="SECONDS",
                         help="每个代码单元最多运行的秒数（默认 30），超时即结束内核")
     args = parser.parse_args(argv)
@@ -425,7 +472,8 @@ def main(argv: list[str] | None = None) -> int:
         import nbclient  # noqa: F401
         import ipykernel  # noqa: F401
     except ImportError as err:
-        print(f"批改需要 nbclient 和 ipykernel：pip install nbclient ipykernel（缺少 {err.name}）", file=sys.stderr)
+        print("批改需要 nbclient 和 ipykernel：pip install nbclient ipykernel（缺少 "
+              f"{err.name}）", file=sys.stderr)
         return 2
     results = []
     try:
@@ -438,8 +486,9 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(results, args.timeout))
     if args.json:
         try:
-            args.json.write_text(json.dumps(to_json(results, args.timeout), ensure_ascii=False, indent=2) + "\n",
-                                 encoding="utf-8")
+            report = json.dumps(to_json(results, args.timeout),
+                                ensure_ascii=False, indent=2)
+            args.json.write_text(report + "\n", encoding="utf-8")
         except OSError as err:
             print(f"无法写入 {args.json}：{err.strerror or err}", file=sys.stderr)
             return 2

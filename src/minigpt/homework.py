@@ -1,15 +1,19 @@
 """作业检查器（见「作业」一节）。
 
-每个检查器都从题目给的数据（学生自己的输入）重新算出正确答案，在容差 ``TOLERANCE`` 之内相等才算通过：
+每个检查器都从题目给的数据（学生自己的输入）重新算出正确答案，
+在容差 ``TOLERANCE`` 之内相等才算通过：
 
 - 没填（还是 None 或 ...）→ ``HomeworkNotFilled``，指出哪个空还没有填写；
-- 填错 → ``HomeworkWrong``，说明检查了什么、最可能错在哪一步、怎样找到它，但不透露正确的数值；
-- 类型、形状、设备、数据类型不对，或出现 NaN → 也是 ``HomeworkWrong``，用中文说明期望什么、收到什么；
+- 填错 → ``HomeworkWrong``，说明检查了什么、最可能错在哪一步、怎样找到它，
+  但不透露正确的数值；
+- 类型、形状、设备、数据类型不对，或出现 NaN → 也是 ``HomeworkWrong``，
+  用中文说明期望什么、收到什么；
 - 通过 → 打印并返回一行 “✔ 作业 N 通过：…”。
 
 两个异常都是 AssertionError 的子类。检查器自己不会因为奇怪的输入抛出别的异常。
-批改作业用 ``python -m minigpt.grade``（见 minigpt/grade.py）；它用下面的 ``EXERCISES`` 和
-``exercise_inputs()``：题目数据由包重新生成，只从学生的笔记本里取答案变量。
+批改作业用 ``python -m minigpt.grade``（见 minigpt/grade.py）；它用下面的
+``EXERCISES`` 和 ``exercise_inputs()``：题目数据由包重新生成，
+只从学生的笔记本里取答案变量。
 """
 
 from __future__ import annotations
@@ -31,16 +35,20 @@ class HomeworkNotFilled(AssertionError):
 
 
 class HomeworkWrong(AssertionError):
-    """答案填了但不对，或类型、形状不对；消息说明检查了什么、为什么不对（见「作业」一节）。"""
+    """答案填了但不对，或类型、形状不对；消息说明检查了什么、
+    为什么不对（见「作业」一节）。
+    """
 
 
-# ---------------------------------------------------------------- 输入整理（不抛出别的异常）
+# -------------------------------------------------- 输入整理（不抛出别的异常）
 
 
 def _require(**answers) -> None:
-    missing = [name for name, value in answers.items() if value is None or value is Ellipsis]
+    missing = [name for name, value in answers.items()
+               if value is None or value is Ellipsis]
     if missing:
-        raise HomeworkNotFilled(f"{'、'.join(missing)} 还没有填写：把 None 换成你的计算结果再运行")
+        raise HomeworkNotFilled(f"{'、'.join(missing)} 还没有填写："
+                                "把 None 换成你的计算结果再运行")
 
 
 def _passed(n: int, detail: str) -> str:
@@ -59,12 +67,14 @@ def _to_tensor(value, name: str, what: str, *, given: bool = False) -> torch.Ten
     given=True 表示这是题目给的数据（不是答案），消息会提醒重新运行给数据的单元。
     """
     where = f"题目给的 {name}" if given else name
-    again = "（它是题目给的数据：请重新运行上面给出数据的单元，不要改它）" if given else ""
+    again = ("（它是题目给的数据：请重新运行上面给出数据的单元，不要改它）"
+             if given else "")
     if value is None or value is Ellipsis:
         raise HomeworkWrong(f"{where} 是 {value!r}，应该是{what}{again}")
-    if isinstance(value, (bool, str, bytes, dict, set)) or callable(value) and not isinstance(
-            value, torch.Tensor):
-        raise HomeworkWrong(f"{where} 应该是{what}，收到的是 {_type_name(value)}：{_short(value)}{again}")
+    odd = isinstance(value, (bool, str, bytes, dict, set))
+    if odd or callable(value) and not isinstance(value, torch.Tensor):
+        raise HomeworkWrong(f"{where} 应该是{what}，收到的是 {_type_name(value)}："
+                            f"{_short(value)}{again}")
     if isinstance(value, torch.Tensor):
         t = value.detach()
     else:
@@ -72,10 +82,12 @@ def _to_tensor(value, name: str, what: str, *, given: bool = False) -> torch.Ten
             t = torch.as_tensor(value)
         except (TypeError, ValueError, RuntimeError, OverflowError):
             raise HomeworkWrong(
-                f"{where} 应该是{what}，收到的是 {_type_name(value)}：{_short(value)}{again}") from None
+                f"{where} 应该是{what}，收到的是 {_type_name(value)}："
+                f"{_short(value)}{again}") from None
     if t.device.type != "cpu":
         raise HomeworkWrong(
-            f"{where} 在设备 {t.device} 上；检查器在 CPU 上比较，请先用 {name}.cpu() 把它拿回 CPU{again}")
+            f"{where} 在设备 {t.device} 上；检查器在 CPU 上比较，"
+            f"请先用 {name}.cpu() 把它拿回 CPU{again}")
     if t.is_complex():
         raise HomeworkWrong(f"{where} 是复数张量（{t.dtype}），应该是{what}{again}")
     return t
@@ -89,43 +101,54 @@ def _short(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _float_tensor(value, name: str, what: str, *, given: bool = False) -> torch.Tensor:
-    """答案或数据应当是实数：Python 数字或浮点张量（float32 / float64）。返回 float64 张量。"""
+def _float_tensor(value, name: str, what: str, *,
+                  given: bool = False) -> torch.Tensor:
+    """答案或数据应当是实数：Python 数字或浮点张量（float32 / float64）。
+    返回 float64 张量。
+    """
     t = _to_tensor(value, name, what, given=given)
     if isinstance(value, torch.Tensor):
         if value.dtype in (torch.float16, torch.bfloat16):
             raise HomeworkWrong(
-                f"{name} 的数据类型是 {value.dtype}，精度太低，无法在容差内比较；请用 float32（默认的 dtype）")
+                f"{name} 的数据类型是 {value.dtype}，精度太低，无法在容差内比较；"
+                "请用 float32（默认的 dtype）")
         if not value.dtype.is_floating_point:
             raise HomeworkWrong(
-                f"{name} 的数据类型是 {value.dtype}，应该是浮点张量（float32 或 float64）："
+                f"{name} 的数据类型是 {value.dtype}，"
+                "应该是浮点张量（float32 或 float64）："
                 "这里的数都是小数，整数或布尔张量装不下它们")
     elif t.dtype == torch.bool:
         raise HomeworkWrong(f"{name} 应该是{what}，收到的是布尔值")
     t = t.double()
     if torch.isnan(t).any():
-        raise HomeworkWrong(f"{name} 里有 NaN（不是数）：{'通常是对一整行 -inf 做了 softmax' if name == 'weights' else '请检查计算过程'}")
+        raise HomeworkWrong(f"{name} 里有 NaN（不是数）：请检查计算过程")
     return t
 
 
 def _count(value, name: str, *, given: bool = False) -> int:
-    """一个整数：接受 Python int、numpy 整数、0 维整数张量；浮点数（哪怕是 1050624.0）不算。"""
+    """一个整数：接受 Python int、numpy 整数、0 维整数张量；浮点数（哪怕是 1050624.0）
+    不算。
+    """
     where = f"题目给的 {name}" if given else name
     if value is None or value is Ellipsis:
         raise HomeworkWrong(f"{where} 是 {value!r}，应该是一个整数")
     if isinstance(value, torch.Tensor):
         if value.device.type != "cpu":
-            raise HomeworkWrong(f"{where} 在设备 {value.device} 上；请先用 .cpu() 或 .item() 取出这个数")
+            raise HomeworkWrong(f"{where} 在设备 {value.device} 上；"
+                                "请先用 .cpu() 或 .item() 取出这个数")
         if value.dim() != 0:
-            raise HomeworkWrong(f"{where} 应该是一个整数，收到形状 {tuple(value.shape)} 的张量；用 .item() 取出一个数")
+            raise HomeworkWrong(f"{where} 应该是一个整数，"
+                                f"收到形状 {tuple(value.shape)} 的张量；"
+                                "用 .item() 取出一个数")
         if value.dtype == torch.bool:
             raise HomeworkWrong(f"{where} 应该是一个整数，收到布尔张量")
         if value.dtype.is_floating_point or value.is_complex():
             raise HomeworkWrong(
-                f"{where} 必须是整数：参数个数是数出来的，收到的是 {value.dtype} 张量 {value.item()!r}。"
+                f"{where} 必须是整数：参数个数是数出来的，"
+                f"收到的是 {value.dtype} 张量 {value.item()!r}。"
                 "计数只用整数的 * 和 +；若用了除法，换成 // 或 int(...)")
         return int(value.item())
-    if hasattr(value, "dtype") and hasattr(value, "shape") and getattr(value, "shape", None) == ():
+    if hasattr(value, "dtype") and getattr(value, "shape", None) == ():
         value = value[()]  # numpy 的 0 维数组 → numpy 标量
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         raise HomeworkWrong(f"{where} 应该是一个整数，收到布尔值 {value!r}")
@@ -133,18 +156,21 @@ def _count(value, name: str, *, given: bool = False) -> int:
         return int(value)
     if isinstance(value, numbers.Real):
         raise HomeworkWrong(
-            f"{where} 必须是整数：参数个数是数出来的，收到的是浮点数 {value!r}（{_type_name(value)}）。"
+            f"{where} 必须是整数：参数个数是数出来的，"
+            f"收到的是浮点数 {value!r}（{_type_name(value)}）。"
             "计数只用整数的 * 和 +；若用了除法，换成 // 或 int(...)")
-    raise HomeworkWrong(f"{where} 应该是一个整数，收到的是 {_type_name(value)}：{_short(value)}")
+    raise HomeworkWrong(f"{where} 应该是一个整数，收到的是 {_type_name(value)}："
+                        f"{_short(value)}")
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     """a 与 b 形状相同，且在 TOLERANCE 之内逐元素相等（-inf 与 -inf 算相等）。"""
-    return a.shape == b.shape and torch.allclose(a.double(), b.double(), **TOLERANCE, equal_nan=False)
+    return a.shape == b.shape and torch.allclose(a.double(), b.double(), **TOLERANCE)
 
 
 def _tril(n: int) -> torch.Tensor:
-    """n×n 的下三角布尔矩阵：第 i 行第 j 列为 True 当且仅当 j ≤ i（位置 i 能看 0…i）。"""
+    """n×n 的下三角布尔矩阵：第 i 行第 j 列为 True 当且仅当 j ≤ i（位置 i 能看 0…i）。
+    """
     return torch.ones(n, n, dtype=torch.bool).tril()
 
 
@@ -161,66 +187,85 @@ def check_dot_score(score, q, k) -> str:
     k = _float_tensor(k, "k", "一维向量", given=True)
     if q.dim() != 1 or q.shape != k.shape:
         raise HomeworkWrong(
-            f"题目给的 q、k 应是等长的一维向量，现在形状是 {tuple(q.shape)} 和 {tuple(k.shape)}："
+            f"题目给的 q、k 应是等长的一维向量，现在形状是 {tuple(q.shape)} 和 "
+            f"{tuple(k.shape)}："
             "请重新运行上面给出数据的单元")
     s = _float_tensor(score, "score", "一个数（Python 数字或 0 维张量）")
     truth = (q * k).sum()
     if s.dim() > 0:
         if s.shape == q.shape:
-            hint = "这像是只做了逐元素相乘 q * k，还没有求和：点积 = 对应位置相乘再全部加起来"
+            hint = (
+                "这像是只做了逐元素相乘 q * k，还没有求和："
+                "点积 = 对应位置相乘再全部加起来")
         elif s.dim() == 2 and s.numel() > 1:
-            hint = "这是一个矩阵，像是算成了外积（q 的列向量乘 k 的行向量）；点积只要一个数"
+            hint = (
+                "这是一个矩阵，像是算成了外积（q 的列向量乘 k 的行向量）；"
+                "点积只要一个数")
         else:
-            hint = "一个分数应该是标量（0 维张量或 Python 数字），可以用 .sum() 或 .item() 得到它"
-        raise HomeworkWrong(f"检查 score 的形状：应该是一个数（0 维），收到形状 {tuple(s.shape)} 的张量。{hint}")
+            hint = (
+                "一个分数应该是标量（0 维张量或 Python 数字），"
+                "可以用 .sum() 或 .item() 得到它")
+        raise HomeworkWrong("检查 score 的形状：应该是一个数（0 维），"
+                            f"收到形状 {tuple(s.shape)} 的张量。{hint}")
     if _close(s, truth):
         return _passed(1, f"score = {s.item():.4f}，等于 q 与 k 的点积")
     d_k = q.shape[-1]
     diagnoses = [
-        (truth / math.sqrt(d_k), f"你已经除以了 √d_k = {math.sqrt(d_k):g}：这里只要原始点积，缩放是下一步"),
+        (truth / math.sqrt(d_k), f"你已经除以了 √d_k = {math.sqrt(d_k):g}："
+                                 "这里只要原始点积，缩放是下一步"),
         (q.sum() * k.sum(), "这是先各自求和再相乘：点积要先逐元素相乘，再求和"),
         ((q * q).sum(), "这是 q 和自己的点积；应该是 q 和 k"),
         ((k * k).sum(), "这是 k 和自己的点积；应该是 q 和 k"),
         ((q - k).pow(2).sum(), "这是 q 与 k 的距离的平方，不是点积"),
     ]
     hint = next((h for value, h in diagnoses if _close(s, value)),
-                "请检查是不是对应位置相乘之后把乘积全部加了起来（可以手算一两项核对）")
-    raise HomeworkWrong(f"检查 score 是否等于 q 与 k 的点积：不相等（{TOLERANCE_TEXT}）。{hint}")
+                "请检查是不是对应位置相乘之后把乘积全部加了起来"
+                "（可以手算一两项核对）")
+    raise HomeworkWrong("检查 score 是否等于 q 与 k 的点积："
+                        f"不相等（{TOLERANCE_TEXT}）。{hint}")
 
 
 def check_score_matrix(S, Q, K) -> str:
-    """作业 1（二）：整张注意力分数矩阵 S = Q Kᵀ，第 i 行第 j 列是 Query i 与 Key j 的点积（见第 2 节）。"""
+    """作业 1（二）：整张注意力分数矩阵 S = Q Kᵀ，第 i 行第 j 列是 Query i 与 Key j 的
+    点积（见第 2 节）。
+    """
     _require(S=S)
     Q = _float_tensor(Q, "Q", "二维矩阵 [seq, d_k]", given=True)
     K = _float_tensor(K, "K", "二维矩阵 [seq, d_k]", given=True)
     if Q.dim() != 2 or K.dim() != 2 or Q.shape[-1] != K.shape[-1]:
         raise HomeworkWrong(
-            f"题目给的 Q、K 应是最后一维相同的二维矩阵，现在形状是 {tuple(Q.shape)} 和 {tuple(K.shape)}："
+            f"题目给的 Q、K 应是最后一维相同的二维矩阵，现在形状是 {tuple(Q.shape)} "
+            f"和 {tuple(K.shape)}："
             "请重新运行上面给出数据的单元")
     got = _float_tensor(S, "S", "二维张量 [seq_q, seq_k]")
     truth = Q @ K.T  # [seq_q, seq_k]
     if got.shape != truth.shape:
         if got.shape == (Q.shape[-1], K.shape[-1]):
-            hint = "这像是 Q.T @ K（特征维之间相乘）；分数矩阵的行对应 Query、列对应 Key"
+            hint = ("这像是 Q.T @ K（特征维之间相乘）；"
+                    "分数矩阵的行对应 Query、列对应 Key")
         elif got.shape == Q.shape:
             hint = "这像是逐元素相乘 Q * K，没有对特征维求和"
         else:
             hint = "分数矩阵的行数 = Query 的个数，列数 = Key 的个数"
         raise HomeworkWrong(
-            f"检查 S 的形状：应该是 {tuple(truth.shape)}（[seq_q, seq_k]），收到 {tuple(got.shape)}。{hint}")
+            f"检查 S 的形状：应该是 {tuple(truth.shape)}（[seq_q, seq_k]），"
+            f"收到 {tuple(got.shape)}。{hint}")
     if _close(got, truth):
-        return _passed(1, f"S 的形状是 {tuple(got.shape)}，每个元素都等于对应 Query 与 Key 的点积")
+        return _passed(1, f"S 的形状是 {tuple(got.shape)}，"
+                          "每个元素都等于对应 Query 与 Key 的点积")
     if _close(got, truth.T):
         raise HomeworkWrong(
             "检查 S 的方向：你的结果是正确矩阵的转置，像是算成了 K @ Q.T。"
             "第 i 行应当是 Query i 对所有 Key 的分数，请把 Q 放在左边")
     if _close(got, truth / math.sqrt(Q.shape[-1])):
         raise HomeworkWrong(
-            f"检查 S：你已经除以了 √d_k = {math.sqrt(Q.shape[-1]):g}；这里只要原始分数，缩放是下一步")
+            f"检查 S：你已经除以了 √d_k = {math.sqrt(Q.shape[-1]):g}；"
+            "这里只要原始分数，缩放是下一步")
     bad = ~torch.isclose(got, truth, **TOLERANCE)
     i, j = bad.nonzero()[0].tolist()
     raise HomeworkWrong(
-        f"检查 S 的每个元素：{int(bad.sum())} 个元素与对应的点积不相等（{TOLERANCE_TEXT}），"
+        f"检查 S 的每个元素：{int(bad.sum())} 个元素与对应的点积不相等（"
+        f"{TOLERANCE_TEXT}），"
         f"第一个是第 {i} 行第 {j} 列（你的是 {got[i, j].item():.4f}）。"
         f"它应当是 Q[{i}] 与 K[{j}] 的点积：检查循环的下标是否用对了")
 
@@ -229,56 +274,74 @@ def check_score_matrix(S, Q, K) -> str:
 
 
 def check_causal_mask(mask, seq_len) -> str:
-    """作业 2（一）：因果遮蔽的遮蔽矩阵是下三角，1 / True = 可以看，0 / False = 遮住（见第 3 节）。"""
+    """作业 2（一）：因果遮蔽的遮蔽矩阵是下三角，1 / True = 可以看，
+    0 / False = 遮住（见第 3 节）。
+    """
     _require(mask=mask)
     n = _count(seq_len, "seq_len", given=True)
     if n < 1:
-        raise HomeworkWrong(f"题目给的 seq_len 应该是正整数，现在是 {n}：请重新运行上面给出数据的单元")
+        raise HomeworkWrong(f"题目给的 seq_len 应该是正整数，现在是 {n}："
+                            "请重新运行上面给出数据的单元")
     m = _to_tensor(mask, "mask", f"{n}×{n} 的张量（1 = 可以看，0 = 遮住）")
     if tuple(m.shape) != (n, n):
-        raise HomeworkWrong(f"检查 mask 的形状：应该是 ({n}, {n})（[seq_len, seq_len]），收到 {tuple(m.shape)}")
+        raise HomeworkWrong(f"检查 mask 的形状：应该是 ({n}, {n})，"
+                            f"收到 {tuple(m.shape)}")
     if m.dtype != torch.bool:
         m = m.double()
         if torch.isnan(m).any():
-            raise HomeworkWrong("mask 里有 NaN：遮蔽矩阵只能是 0 和 1（或 False 和 True）")
+            raise HomeworkWrong("mask 里有 NaN：遮蔽矩阵只能是 0 和 1"
+                                "（或 False 和 True）")
         if torch.isinf(m).any():
             raise HomeworkWrong(
                 "检查 mask 的取值：你的 mask 里有 -inf，这是“加到分数上”的加性写法。"
-                "这里要的是本书的约定：1 = 可以看，0 = 遮住（-inf 是下一问用 masked_fill 放进分数里的）")
+                "这里要的是本书的约定：1 = 可以看，0 = 遮住"
+                "（-inf 是下一问用 masked_fill 放进分数里的）")
         bad = ~((m == 0) | (m == 1))
         if bad.any():
             raise HomeworkWrong(
-                f"检查 mask 的取值：只能是 0 和 1（或 False / True），发现了 {m[bad].unique().tolist()[:5]}")
+                "检查 mask 的取值：只能是 0 和 1（或 False / True），"
+                f"发现了 {m[bad].unique().tolist()[:5]}")
     allowed = m if m.dtype == torch.bool else m != 0
     truth = _tril(n)
     if torch.equal(allowed, truth):
         return _passed(2, f"mask 是 {n}×{n} 的下三角矩阵，位置 i 只能看 0…i")
     if n > 1 and torch.equal(allowed, truth.T):
-        hint = ("你的 mask 是上三角，正好是正确答案的转置：位置 i 看到的是自己和它后面的 token（未来）。"
+        hint = ("你的 mask 是上三角，正好是正确答案的转置："
+                "位置 i 看到的是自己和它后面的 token（未来）。"
                 "用 torch.tril 而不是 torch.triu")
     elif n > 1 and torch.equal(allowed, ~truth):
-        hint = ("含义反了：你把“遮住”标成了 1 / True。这是 nn.MultiheadAttention 的约定（True = 不许看）；"
+        hint = ("含义反了：你把“遮住”标成了 1 / True。这是 nn.MultiheadAttention 的约"
+                "定（True = 不许看）；"
                 "本书约定 1 / True = 可以看")
     elif bool(allowed.all()):
         hint = "所有位置都是 1，什么都没有遮住：每个 token 都能偷看未来"
     elif torch.equal(allowed, torch.ones(n, n, dtype=torch.bool).tril(-1)):
-        hint = "对角线被遮住了：位置 i 应该能看到自己。这样第 0 行全被遮住，softmax 会得到 NaN"
+        hint = (
+            "对角线被遮住了：位置 i 应该能看到自己。这样第 0 行全被遮住，"
+            "softmax 会得到 NaN")
     elif torch.equal(allowed, torch.eye(n, dtype=torch.bool)):
-        hint = "这是单位矩阵：每个位置只看自己。因果遮蔽只遮住位置 i 之后的 token，它前面的都能看"
+        hint = (
+            "这是单位矩阵：每个位置只看自己。因果遮蔽只遮住位置 i 之后的 token，"
+            "它前面的都能看")
     else:
         i, j = (allowed != truth).nonzero()[0].tolist()
-        hint = f"第 {i} 行第 {j} 列不对：规则是位置 i 只能看 0…i，按这条规则检查这一格"
+        hint = (
+            f"第 {i} 行第 {j} 列不对：规则是位置 i 只能看 0…i，按这条规则检查这一格")
     raise HomeworkWrong(f"检查 mask 是否为下三角（1 = 可以看）：{hint}")
 
 
-def _masked_softmax(scores: torch.Tensor, allowed: torch.Tensor, dim: int = -1) -> torch.Tensor:
+def _masked_softmax(scores: torch.Tensor, allowed: torch.Tensor,
+                    dim: int = -1) -> torch.Tensor:
     return torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=dim)
 
 
 def check_masked_weights(weights, scores, d_k=None) -> str:
-    """作业 2（二）：遮蔽后的注意力权重 = softmax(把未来位置设为 -inf 的 scores)（见第 3 节）。
+    """作业 2（二）：遮蔽后的注意力权重（见第 3 节）。
 
-    weights：你的答案，与 scores 同形 [..., seq, seq]；scores：题目给的缩放后的注意力分数；
+    正确答案 = softmax(把未来位置设为 -inf 的 scores)，沿最后一维。
+
+    weights：你的答案，与 scores 同形 [..., seq, seq]；scores：
+    题目给的缩放后的注意力分数；
     d_k：可选，给出时还能认出“用了没缩放的分数”这一错误。正确答案由 scores 重新算出，
     在 TOLERANCE 之内相等才通过。
     """
@@ -286,58 +349,74 @@ def check_masked_weights(weights, scores, d_k=None) -> str:
     s = _to_tensor(scores, "scores", "注意力分数张量 [seq, seq]", given=True)
     if not s.dtype.is_floating_point or s.dim() < 2 or s.shape[-1] != s.shape[-2]:
         raise HomeworkWrong(
-            f"题目给的 scores 应是浮点方阵 [..., seq, seq]，现在是 {s.dtype}、形状 {tuple(s.shape)}："
+            f"题目给的 scores 应是浮点方阵 [..., seq, seq]，现在是 {s.dtype}、"
+            f"形状 {tuple(s.shape)}："
             "请重新运行上面给出数据的单元")
     s = s.double()
     n = s.shape[-1]
     allowed = _tril(n)
     if torch.isnan(s).any() or torch.isinf(s.masked_fill(~allowed, 0.0)).any():
-        raise HomeworkWrong("题目给的 scores 在可见位置上有 NaN 或无穷大：请重新运行上面给出数据的单元")
+        raise HomeworkWrong("题目给的 scores 在可见位置上有 NaN 或无穷大："
+                            "请重新运行上面给出数据的单元")
     w = _to_tensor(weights, "weights", "浮点张量（softmax 的输出）")
-    if isinstance(weights, torch.Tensor) and (not weights.dtype.is_floating_point
-                                              or weights.dtype in (torch.float16, torch.bfloat16)):
+    low = (torch.float16, torch.bfloat16)
+    if isinstance(weights, torch.Tensor) and (
+            not weights.dtype.is_floating_point or weights.dtype in low):
         raise HomeworkWrong(
             f"weights 的数据类型是 {weights.dtype}，应该是 float32 或 float64："
             "softmax 的输出是 0 和 1 之间的小数")
     w = w.double()
     if tuple(w.shape) != tuple(s.shape):
         raise HomeworkWrong(
-            f"检查 weights 的形状：应该和 scores 一样是 {tuple(s.shape)}，收到 {tuple(w.shape)}。"
+            f"检查 weights 的形状：应该和 scores 一样是 {tuple(s.shape)}，"
+            f"收到 {tuple(w.shape)}。"
             "softmax 不改变形状；检查是不是对错了张量，或者多/少了一维")
     if torch.isneginf(w).any():
         raise HomeworkWrong(
-            "weights 里有 -inf：像是先做了 softmax，再用 masked_fill 把未来位置设成 -inf。"
+            "weights 里有 -inf：像是先做了 softmax，"
+            "再用 masked_fill 把未来位置设成 -inf。"
             "-inf 应该放进分数里，在 softmax 之前；softmax 之后未来位置自然是 0")
     if torch.isnan(w).any():
         rows = sorted({r[-2] for r in torch.isnan(w).nonzero().tolist()})
         raise HomeworkWrong(
-            f"weights 的第 {rows} 行出现了 NaN。通常是这一行的分数全被换成了 -inf 再做 softmax："
+            f"weights 的第 {rows} 行出现了 NaN。"
+            "通常是这一行的分数全被换成了 -inf 再做 softmax："
             "检查遮蔽矩阵的对角线是不是也被遮住了（位置 i 应当能看到自己）")
     if torch.isinf(w).any():
-        raise HomeworkWrong("weights 里有无穷大：softmax 的输出都在 0 和 1 之间，检查计算过程")
+        raise HomeworkWrong("weights 里有无穷大：softmax 的输出都在 0 和 1 之间，"
+                            "检查计算过程")
     truth = _masked_softmax(s, allowed)
     if _close(w, truth):
-        return _passed(2, "权重与由 scores 遮蔽后做 softmax 的结果一致：未来位置为 0，每行加起来等于 1")
+        return _passed(2, "权重与由 scores 遮蔽后做 softmax 的结果一致："
+                          "未来位置为 0，每行加起来等于 1")
 
     eye = torch.eye(n, dtype=torch.float64).expand_as(s)
     uniform = allowed.double() / allowed.double().sum(dim=-1, keepdim=True)
     mistakes = [
-        (eye, "你的权重是单位矩阵：每个位置只看自己，分数没有起作用。像是遮蔽矩阵用成了 torch.eye，"
+        (eye, "你的权重是单位矩阵：每个位置只看自己，分数没有起作用。"
+              "像是遮蔽矩阵用成了 torch.eye，"
               "或者把对角线以外全遮住了；因果遮蔽只遮住位置 i 之后的 Key"),
-        (uniform.expand_as(s), "每一行在能看的位置上平均分配：分数没有参与计算。像是对遮蔽矩阵本身"
-                               "（或全 0 的分数）做了 softmax，或者用遮蔽矩阵除以了每行的个数；"
+        (uniform.expand_as(s), "每一行在能看的位置上平均分配：分数没有参与计算。"
+                               "像是对遮蔽矩阵本身"
+                               "（或全 0 的分数）做了 softmax，"
+                               "或者用遮蔽矩阵除以了每行的个数；"
                                "softmax 的输入应当是遮蔽之后的 scores"),
-        (torch.softmax(s, dim=-1) * allowed, "像是先 softmax、再把未来位置乘 0（或填 0）：未来位置虽然是 0，"
-                                             "被遮住的那部分权重却丢了，每行加起来不到 1。"
-                                             "应当先把未来位置的分数设为 -inf，再做 softmax"),
-        (torch.softmax(s, dim=-1), "没有遮蔽：未来位置的权重不是 0。masked_fill(mask == 0, float(\"-inf\")) "
-                                   "要做在 softmax 之前"),
+        (torch.softmax(s, dim=-1) * allowed,
+         "像是先 softmax、再把未来位置乘 0（或填 0）：未来位置虽然是 0，"
+         "被遮住的那部分权重却丢了，每行加起来不到 1。"
+         "应当先把未来位置的分数设为 -inf，再做 softmax"),
+        (torch.softmax(s, dim=-1),
+         "没有遮蔽：未来位置的权重不是 0。"
+         "masked_fill(mask == 0, float(\"-inf\")) 要做在 softmax 之前"),
         (torch.softmax(s.masked_fill(~allowed, 0.0), dim=-1),
-         "被遮住的分数填成了 0 而不是 -inf：e⁰ = 1，未来位置照样分到权重。填 float(\"-inf\")"),
-        (_masked_softmax(s, allowed, dim=-2), "softmax 做在了错误的维度（dim=0 / dim=-2），每一列加起来是 1。"
-                                              "每个 Query 的权重在一行里，应当用 dim=-1"),
-        (_masked_softmax(s, allowed.T), "遮住的是过去而不是未来：遮蔽矩阵像是上三角（torch.triu）。"
-                                        "位置 i 能看的是 0…i"),
+         "被遮住的分数填成了 0 而不是 -inf：e⁰ = 1，未来位置照样分到权重。"
+         "填 float(\"-inf\")"),
+        (_masked_softmax(s, allowed, dim=-2),
+         "softmax 做在了错误的维度（dim=0 / dim=-2），每一列加起来是 1。"
+         "每个 Query 的权重在一行里，应当用 dim=-1"),
+        (_masked_softmax(s, allowed.T),
+         "遮住的是过去而不是未来：遮蔽矩阵像是上三角（torch.triu）。"
+         "位置 i 能看的是 0…i"),
     ]
     if d_k is not None:
         try:
@@ -346,9 +425,11 @@ def check_masked_weights(weights, scores, d_k=None) -> str:
             root = None
         if root:
             mistakes += [
-                (_masked_softmax(s * root, allowed), "像是用了没有除以 √d_k 的分数（Q @ K.T）："
-                                                     "题目给的 scores 已经缩放过，直接用 scores"),
-                (_masked_softmax(s / root, allowed), "scores 已经除过 √d_k，你又除了一次：直接用 scores"),
+                (_masked_softmax(s * root, allowed),
+                 "像是用了没有除以 √d_k 的分数（Q @ K.T）："
+                 "题目给的 scores 已经缩放过，直接用 scores"),
+                (_masked_softmax(s / root, allowed),
+                 "scores 已经除过 √d_k，你又除了一次：直接用 scores"),
             ]
     for value, hint in mistakes:
         if _close(w, value) and not _close(value, truth):
@@ -359,24 +440,31 @@ def check_masked_weights(weights, scores, d_k=None) -> str:
         idx = leak.nonzero()[0].tolist()
         i, j = idx[-2], idx[-1]
         raise HomeworkWrong(
-            f"检查未来位置的权重是否为 0：第 {i} 行第 {j} 列（Query {i} 看 Key {j}，{j} 在 {i} 之后）"
-            f"是 {w[tuple(idx)].item():.4f}。遮蔽要在 softmax 之前把这些分数设为 -inf")
+            f"检查未来位置的权重是否为 0：第 {i} 行第 {j} 列"
+            f"（Query {i} 看 Key {j}，{j} 在 {i} 之后）"
+            f"是 {w[tuple(idx)].item():.4f}。"
+            "遮蔽要在 softmax 之前把这些分数设为 -inf")
     if (w < -TOLERANCE["atol"]).any():
-        raise HomeworkWrong("检查权重是否非负：出现了负数。softmax 的输出都在 0 和 1 之间")
+        raise HomeworkWrong("检查权重是否非负：出现了负数。"
+                            "softmax 的输出都在 0 和 1 之间")
     row_sums = w.sum(dim=-1)
     if not torch.allclose(row_sums, torch.ones_like(row_sums), atol=1e-4):
         raise HomeworkWrong(
-            f"检查每一行是否加起来等于 1：你的行和是 {[round(x, 4) for x in row_sums.flatten().tolist()[:8]]}。"
+            "检查每一行是否加起来等于 1："
+            f"你的行和是 {[round(x, 4) for x in row_sums.flatten().tolist()[:8]]}。"
             "请确认 weights 是对遮蔽后的分数沿最后一维做 softmax 的输出")
     raise HomeworkWrong(
-        f"检查 weights：未来位置是 0、每行和为 1，但数值与由 scores 算出的权重不一致（{TOLERANCE_TEXT}）。"
-        "检查 softmax 的输入是不是题目给的 scores（遮蔽之后），有没有对分数另做了别的变换")
+        "检查 weights：未来位置是 0、每行和为 1，"
+        f"但数值与由 scores 算出的权重不一致（{TOLERANCE_TEXT}）。"
+        "检查 softmax 的输入是不是题目给的 scores（遮蔽之后），"
+        "有没有对分数另做了别的变换")
 
 
 # ---------------------------------------------------------------- 作业 3
 
 
-def check_ffn_params(w1_params, w2_params, total_params, hidden_size=512, d_ff=2048) -> str:
+def check_ffn_params(w1_params, w2_params, total_params,
+                     hidden_size=512, d_ff=2048) -> str:
     """作业 3：FFN 两个线性层的参数量，包含偏置（见第 5 节）。
 
     W1：hidden_size → d_ff，权重 d_ff × hidden_size 个，偏置 d_ff 个；
@@ -387,24 +475,37 @@ def check_ffn_params(w1_params, w2_params, total_params, hidden_size=512, d_ff=2
     h = _count(hidden_size, "hidden_size", given=True)
     f = _count(d_ff, "d_ff", given=True)
     w1, w2, total = (_count(v, n) for v, n in (
-        (w1_params, "w1_params"), (w2_params, "w2_params"), (total_params, "total_params")))
+        (w1_params, "w1_params"), (w2_params, "w2_params"),
+        (total_params, "total_params")))
     if w1 != f * h + f:
         if w1 == f * h:
-            hint = f"只算了权重，漏了偏置：W1 的每个输出维都有一个偏置（共 d_ff = {f} 个）"
+            hint = ("只算了权重，漏了偏置："
+                    f"W1 的每个输出维都有一个偏置（共 d_ff = {f} 个）")
         elif w1 == f * h + h:
-            hint = f"偏置个数不对：偏置个数等于这一层的输出维度，W1 的输出维度是 d_ff = {f}"
+            hint = (
+                "偏置个数不对：偏置个数等于这一层的输出维度，"
+                f"W1 的输出维度是 d_ff = {f}")
         elif w1 in (f + h, f * h * 2):
-            hint = "权重个数 = 输入维度 × 输出维度（乘，不是加），再加上输出维度个偏置"
+            hint = (
+                "权重个数 = 输入维度 × 输出维度（乘，不是加），再加上输出维度个偏置")
         else:
-            hint = f"W1 把 {h} 维升到 {f} 维：参数 = 权重（输入维 × 输出维）+ 偏置（输出维）"
+            hint = (
+                f"W1 把 {h} 维升到 {f} 维：参数 = 权重（输入维 × 输出维）"
+                "+ 偏置（输出维）")
         raise HomeworkWrong(f"检查 w1_params：{w1:,} 不对。{hint}")
     if w2 != h * f + h:
         if w2 == h * f:
-            hint = f"只算了权重，漏了偏置：W2 的每个输出维都有一个偏置（共 hidden_size = {h} 个）"
+            hint = (
+                "只算了权重，漏了偏置：W2 的每个输出维都有一个偏置（共 hidden_size ="
+                f" {h} 个）")
         elif w2 == h * f + f:
-            hint = f"偏置个数不对：偏置个数等于这一层的输出维度，W2 的输出维度是 hidden_size = {h}"
+            hint = (
+                "偏置个数不对：偏置个数等于这一层的输出维度，"
+                f"W2 的输出维度是 hidden_size = {h}")
         else:
-            hint = f"W2 把 {f} 维降回 {h} 维：参数 = 权重（输入维 × 输出维）+ 偏置（输出维）"
+            hint = (
+                f"W2 把 {f} 维降回 {h} 维：参数 = 权重（输入维 × 输出维）"
+                "+ 偏置（输出维）")
         raise HomeworkWrong(f"检查 w2_params：{w2:,} 不对。{hint}")
     if total != w1 + w2:
         if total == 2 * h * f:
@@ -413,17 +514,22 @@ def check_ffn_params(w1_params, w2_params, total_params, hidden_size=512, d_ff=2
             hint = "总数只算了一层的偏置：W1 和 W2 的偏置都要算"
         else:
             hint = "FFN 的总参数量就是两层之和"
-        raise HomeworkWrong(f"检查 total_params：{total:,} 不等于 w1_params + w2_params。{hint}")
-    return _passed(3, f"W1 {w1:,} + W2 {w2:,} = {total:,} 个参数，约是 hidden_size² 的 {total / h ** 2:.0f} 倍")
+        raise HomeworkWrong(f"检查 total_params：{total:,} "
+                            f"不等于 w1_params + w2_params。{hint}")
+    return _passed(3, f"W1 {w1:,} + W2 {w2:,} = {total:,} 个参数，"
+                      f"约是 hidden_size² 的 {total / h ** 2:.0f} 倍")
 
 
 # ---------------------------------------------------------------- 批改用的题目清单
 
 
 def exercise_inputs() -> dict:
-    """题目给的数据，和学生版笔记本里的数据单元算出的完全相同（种子 42，句子 "the cat sat"）。
+    """题目给的数据（见「作业」一节），与学生版笔记本里的数据单元算出的相同。
 
-    批改（minigpt.grade）用它，而不用学生笔记本里的 q、K、scores……：改了题目数据也骗不过检查。
+    种子 42，句子 "the cat sat"。
+
+    批改（minigpt.grade）用它，而不用学生笔记本里的 q、K、scores……：
+    改了题目数据也骗不过检查。
     """
     from .attention import attention_scores, scale_scores
     from .data import make_toy_example
@@ -432,18 +538,21 @@ def exercise_inputs() -> dict:
     Q, K = toy.Q.detach(), toy.K.detach()
     d_k = Q.shape[-1]
     return {"q": Q[1], "k": K[2], "Q": Q, "K": K, "d_k": d_k, "seq_len": Q.shape[0],
-            "scores": scale_scores(attention_scores(Q, K), d_k), "hidden_size": 512, "d_ff": 2048}
+            "scores": scale_scores(attention_scores(Q, K), d_k),
+            "hidden_size": 512, "d_ff": 2048}
 
 
 @dataclass(frozen=True)
 class Exercise:
     """一道（小）题：编号、标题、笔记本里的答案变量名、以及怎样用检查器判它。"""
 
-    key: str                      # 与学生版笔记本里初始代码单元的标签 hw-starter-<key> 一致
+    # key 与学生版笔记本里初始代码单元的标签 hw-starter-<key> 一致
+    key: str
     title: str
     answers: tuple[str, ...]      # 答案变量名
     checker: str                  # 检查函数名（批改时判定未作答的单元要找它的调用）
-    run: Callable[[dict, dict], str]  # run(答案, 题目数据) → 通过时的消息；否则抛出检查器的异常
+    # run(答案, 题目数据) → 通过时的消息；答错、没填时抛出检查器的异常
+    run: Callable[[dict, dict], str]
 
 
 EXERCISES = (
@@ -455,7 +564,9 @@ EXERCISES = (
              lambda a, x: check_causal_mask(a["mask"], x["seq_len"])),
     Exercise("2b", "作业 2（二）遮蔽后的权重", ("weights",), "check_masked_weights",
              lambda a, x: check_masked_weights(a["weights"], x["scores"], x["d_k"])),
-    Exercise("3", "作业 3 FFN 的参数量", ("w1_params", "w2_params", "total_params"), "check_ffn_params",
-             lambda a, x: check_ffn_params(a["w1_params"], a["w2_params"], a["total_params"],
-                                           x["hidden_size"], x["d_ff"])),
+    Exercise("3", "作业 3 FFN 的参数量", ("w1_params", "w2_params", "total_params"),
+             "check_ffn_params",
+             lambda a, x: check_ffn_params(
+                 a["w1_params"], a["w2_params"], a["total_params"],
+                 x["hidden_size"], x["d_ff"])),
 )
