@@ -453,3 +453,57 @@ def transformer_block_diagram() -> Figure:
     ax.text(1.05, 5.6, "× N", ha="right", va="center", fontsize=14)
     ax.set_title("Transformer Block（Post-LN）", fontsize=12)
     return fig
+
+
+# ---------------------------------------------------------------- 第 1 节：Q/K/V 数据流图
+
+
+def _flow_box(ax, xy, w, h, text, color, fontsize=10):
+    """数据流图里的一个圆角方框，text 居中。"""
+    x, y = xy
+    ax.add_patch(FancyBboxPatch(
+        (x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.12",
+        facecolor=color, edgecolor="#333333", linewidth=1.2,
+    ))
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center",
+            fontsize=fontsize, color="black", linespacing=1.7)
+
+
+def qkv_dataflow_diagram() -> Figure:
+    """Q/K/V 数据流图：X 经三个投影变成 Q、K、V，Q 与 K 算注意力分数，
+    softmax 得到注意力权重，再用权重对 V 加权求和（见第 1 节 注意力在做什么）。
+
+    上面一路（Q、K）决定“从谁那里取、取多少”，下面一路（V）决定“取到的是什么”。
+    """
+    fig, ax = plt.subplots(figsize=(9.0, 4.2), layout="constrained")
+    ax.set_xlim(0, 18)
+    ax.set_ylim(0, 8.4)
+    ax.axis("off")
+    match, content, data = "#fcd9b6", "#cde4f7", "#eeeeee"
+    # 输入与三个投影
+    _flow_box(ax, (0.2, 3.4), 2.2, 1.6, r"$X$" + "\n" + r"$[n,\ d_{\mathrm{model}}]$", data, 11)
+    rows = {"Q": 6.4, "K": 3.4, "V": 0.4}
+    names = {"Q": "Query", "K": "Key", "V": "Value"}
+    for r, y in rows.items():
+        color = content if r == "V" else match
+        _flow_box(ax, (3.4, y), 1.9, 1.6, rf"$\times\ W_{r}$", color, 11)
+        _flow_box(ax, (6.2, y), 2.4, 1.6, f"${r}$（{names[r]}）\n" + r"$[n,\ d_k]$", color, 10)
+        _arrow(ax, (2.4, 4.2), (3.4, y + 0.8))
+        _arrow(ax, (5.3, y + 0.8), (6.2, y + 0.8))
+    # Q、K → 注意力分数 → softmax → 注意力权重
+    _flow_box(ax, (9.6, 4.9), 2.5, 1.6, "注意力分数\n" + r"$S = QK^\top/\sqrt{d_k}$", match, 10)
+    _arrow(ax, (8.6, 7.2), (9.6, 6.0))
+    _arrow(ax, (8.6, 4.2), (9.6, 5.4))
+    _flow_box(ax, (12.8, 4.9), 2.4, 1.6, "softmax\n（每行和为 1）", match, 10)
+    _arrow(ax, (12.1, 5.7), (12.8, 5.7))
+    _flow_box(ax, (12.8, 2.4), 2.4, 1.6, r"注意力权重 $A$" + "\n" + r"$[n,\ n]$", match, 10)
+    _arrow(ax, (14.0, 4.9), (14.0, 4.0))
+    # 权重与 V → 加权求和 → 输出
+    _flow_box(ax, (15.6, 0.4), 2.2, 1.6, r"输出 $AV$" + "\n" + r"$[n,\ d_k]$", data, 10)
+    _arrow(ax, (15.2, 3.2), (16.7, 2.0))
+    _arrow(ax, (8.6, 1.2), (15.6, 1.2))
+    ax.text(11.9, 1.45, r"加权求和：按权重混合 $V$ 的各行", ha="center", va="bottom",
+            fontsize=9, color="#1f4e79")
+    ax.text(9.6, 7.55, r"$Q$ 与 $K$：决定从谁那里取、取多少", ha="left", va="center",
+            fontsize=9, color="#8a4b08")
+    return fig
