@@ -1,0 +1,203 @@
+"""代码单元是正文的一部分：读者看得见的单元里没有构建用的机关，按顺序抄下来就是一个能运行的程序。
+
+“看得见的单元”指没有 `remove-cell` 标签的代码单元（myst-nb 的单元级设置同时去掉源码和输出的，
+效果相同，也算藏起来）。页面源码用 myst-nb 自己读 MyST 笔记本的函数解析，和构建时读到的单元
+一模一样：`:tags:` 写法、`---` 包起来的 YAML 写法、`mystnb` 元数据都由它统一变成单元元数据。
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+from myst_nb.core.read import read_myst_markdown_notebook
+
+from conftest import REPO, toc_docnames
+
+FORBIDDEN = ("glue(", "myst_nb")
+
+
+# ---------------------------------------------------------------- 读单元
+
+
+def _notebook(text: str, suffix: str = ".md") -> nbformat.NotebookNode:
+    if suffix == ".ipynb":
+        return nbformat.reads(text, as_version=4)
+    return read_myst_markdown_notebook(text)
+
+
+def is_hidden(cell) -> bool:
+    """这个代码单元在页面上完全看不见吗（源码和输出都被去掉）？"""
+    meta = cell.get("metadata", {})
+    if "remove-cell" in (meta.get("tags") or []):
+        return True
+    nb_meta = meta.get("mystnb") or {}
+    return bool(nb_meta.get("remove_code_source")) and bool(nb_meta.get("remove_code_outputs"))
+
+
+def visible_code_cells(text: str, suffix: str = ".md") -> list[str]:
+    """页面上看得见的代码单元的源码，按出现顺序。"""
+    return [c.source for c in _notebook(text, suffix).cells
+            if c.cell_type == "code" and not is_hidden(c)]
+
+
+def forbidden_in(source: str) -> list[str]:
+    return [word for word in FORBIDDEN if word in source]
+
+
+def page_path(doc: str) -> Path:
+    return next(p for p in (REPO / f"{doc}.md", REPO / f"{doc}.ipynb") if p.exists())
+
+
+# ---------------------------------------------------------------- 解析器本身
+
+
+_HEADER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# 页
+
+"""
+
+
+@pytest.mark.parametrize("cell, hidden", [
+    ("```{code-cell} ipython3\n:tags: [remove-cell]\n\nglue('a', 1)\n```\n", True),
+    ("```{code-cell} ipython3\n:tags: [\"hide-input\", \"remove-cell\"]\nglue('a', 1)\n```\n", True),
+    ("```{code-cell} ipython3\n---\ntags: [remove-cell]\n---\nglue('a', 1)\n```\n", True),
+    ("```{code-cell} ipython3\n---\ntags:\n  - remove-cell\n---\nglue('a', 1)\n```\n", True),
+    ("```{code-cell} ipython3\n---\nmystnb:\n  remove_code_source: true\n  remove_code_outputs: true\n---\n"
+     "glue('a', 1)\n```\n", True),
+    ("```{code-cell} ipython3\n---\nmystnb:\n  remove_code_source: true\n---\nglue('a', 1)\n```\n", False),
+    ("```{code-cell} ipython3\n:tags: [remove-input]\nglue('a', 1)\n```\n", False),
+    ("```{code-cell} ipython3\n:tags: [hide-cell]\nfrom myst_nb import glue\n```\n", False),
+    ("````{code-cell} ipython3\nprint('```')\nglue('a', 1)\n````\n", False),
+    ("```{code-cell} ipython3\n# :tags: [remove-cell]\nglue('a', 1)\n```\n", False),
+])
+def test_cell_reader_tells_hidden_cells_from_visible_ones(cell, hidden):
+    sources = visible_code_cells(_HEADER + cell)
+    if hidden:
+        assert sources == []
+    else:
+        assert len(sources) == 1 and forbidden_in(sources[0]), sources
+
+
+def test_cell_reader_reads_ipynb_pages_too():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("glue('x', 1)", metadata={"tags": ["remove-cell"]}),
+        nbformat.v4.new_code_cell("from myst_nb import glue"),
+    ])
+    sources = visible_code_cells(nbformat.writes(nb), ".ipynb")
+    assert sources == ["from myst_nb import glue"]
+
+
+# ---------------------------------------------------------------- 全书
+
+
+@pytest.mark.parametrize("doc", toc_docnames())
+def test_no_visible_code_cell_uses_glue_or_myst_nb(doc):
+    path = page_path(doc)
+    sources = visible_code_cells(path.read_text(encoding="utf-8"), path.suffix)
+    bad = [f"第 {i} 个看得见的单元含 {forbidden_in(s)}：{s.strip().splitlines()[0][:60]}"
+           for i, s in enumerate(sources, 1) if forbidden_in(s)]
+    assert not bad, f"{doc}：构建用的 glue/myst_nb 应放进带 remove-cell 标签的单元：\n" + "\n".join(bad)
+
+
+# ---------------------------------------------------------------- 抄下来能运行
+
+
+class _ShownOutputs(HTMLParser):
+    """渲染后的页面里，每个看得见的代码单元打印出的文字（stream 输出与表达式的值），按单元排列。"""
+
+    def __init__(self):
+        super().__init__()
+        self.cells: list[list[str]] = []
+        self.stack: list[str] = []   # 每层 div 的角色："cell"、"text"（要收集的输出）或 ""
+        self.pre: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        classes = (dict(attrs).get("class") or "").split()
+        if tag == "div":
+            if "cell" in classes and "docutils" in classes:
+                self.cells.append([])
+                self.stack.append("cell")
+            elif "output" in classes and ({"stream", "text_plain"} & set(classes)):
+                self.stack.append("text")
+            else:
+                self.stack.append("")
+        elif tag == "pre" and "text" in self.stack and self.cells:
+            self.pre = []
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self.stack:
+            self.stack.pop()
+        elif tag == "pre" and self.pre is not None:
+            self.cells[-1].append("".join(self.pre))
+            self.pre = None
+
+    def handle_data(self, data):
+        if self.pre is not None:
+            self.pre.append(data)
+
+
+def _normalise(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def _pages_with_code() -> list[str]:
+    docs = []
+    for doc in toc_docnames():
+        path = page_path(doc)
+        if visible_code_cells(path.read_text(encoding="utf-8"), path.suffix):
+            docs.append(doc)
+    return docs
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("doc", _pages_with_code())
+def test_visible_cells_copied_in_order_run_and_print_what_the_page_shows(built_book, doc, tmp_path):
+    path = page_path(doc)
+    program = "\n\n".join(visible_code_cells(path.read_text(encoding="utf-8"), path.suffix))
+    script = tmp_path / "page.py"
+    script.write_text(program, encoding="utf-8")
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    proc = subprocess.run([sys.executable, str(script)], cwd=path.parent, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"{doc}：抄下来的程序运行失败：\n{proc.stderr[-2000:]}"
+    assert not proc.stderr.strip(), f"{doc}：抄下来的程序写了 stderr：\n{proc.stderr[-2000:]}"
+
+    parser = _ShownOutputs()
+    parser.feed((built_book.html / f"{doc}.html").read_text(encoding="utf-8"))
+    shown = "\n".join(text for cell in parser.cells for text in cell)
+    assert _normalise(proc.stdout) == _normalise(shown), (
+        f"{doc}：抄下来的程序打印的内容和页面上显示的不一样"
+        f"（页面上显示了表达式的值，或者隐藏的单元改变了可见单元的输出？）\n"
+        f"--- 程序打印 ---\n{proc.stdout[:1500]}\n--- 页面显示 ---\n{shown[:1500]}"
+    )
+
+
+def test_output_reader_collects_stream_and_value_outputs_per_cell():
+    html = """<article>
+    <div class="cell docutils container"><div class="cell_input docutils container"><pre>x</pre></div>
+    <div class="cell_output docutils container"><div class="output stream highlight-myst-ansi notranslate">
+    <div class="highlight"><pre><span></span>a &lt; b
+</pre></div></div></div></div>
+    <div class="cell docutils container"><div class="cell_output docutils container">
+    <div class="output text_plain highlight-myst-ansi notranslate"><div class="highlight"><pre><span></span>42</pre>
+    </div></div></div></div></article>"""
+    parser = _ShownOutputs()
+    parser.feed(html)
+    assert parser.cells == [["a < b\n"], ["42"]]
