@@ -181,7 +181,7 @@ def test_visible_cells_copied_in_order_run_and_print_what_the_page_shows(built_b
 
     parser = _ShownOutputs()
     parser.feed((built_book.html / f"{doc}.html").read_text(encoding="utf-8"))
-    shown = "\n".join(text for cell in parser.cells for text in cell)
+    shown = "".join(t if t.endswith("\n") else t + "\n" for cell in parser.cells for t in cell)
     assert _normalise(proc.stdout) == _normalise(shown), (
         f"{doc}：抄下来的程序打印的内容和页面上显示的不一样"
         f"（页面上显示了表达式的值，或者隐藏的单元改变了可见单元的输出？）\n"

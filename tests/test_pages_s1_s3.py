@@ -1,4 +1,4 @@
-"""导读与第 1–3 节页面的渲染检查（读 conftest 的 built_book）。
+"""首页、导读、第 1–3 节与小结页面的渲染检查（读 conftest 的 built_book）。
 
 只看页面正文（<article> 里的内容），不看侧边栏：侧边栏对每一页都列出全部链接。
 “正文里的数字”指 glue 填进去的 <span class="pasted-text">，代码输出另算。
@@ -13,9 +13,80 @@ import pytest
 
 import torch
 
-from pagekit import assert_figures, load, plain, self_check
+from conftest import REPO
+from pagekit import ArticleParser, Page, assert_figures, load, plain, self_check
 
 pytestmark = pytest.mark.book
+
+
+# ---------------------------------------------------------------- 分节读取
+
+
+def _page_from_html(html: str, path) -> Page:
+    page = Page(path)
+    parser = ArticleParser(page)
+    parser.feed(f"<article>{html}</article>")
+    page.chunks = parser.chunks
+    page.text = "".join(parser.chunks)
+    return page
+
+
+def section(built_book, name: str, heading: str) -> Page:
+    """页面里标题文字以 heading 结尾（不计编号）的那一节（含其子节），读成 Page。"""
+    path = built_book.html / "book" / f"{name}.html"
+    html = path.read_text(encoding="utf-8")
+    for m in re.finditer(r"<section[^>]*>\s*(?:<span[^>]*></span>)?\s*<h([1-6])>(.*?)</h\1>", html, re.S):
+        title = re.sub(r"<span class=\"section-number\">.*?</span>|<a class=\"headerlink\".*?</a>|<[^>]+>",
+                       "", m.group(2)).strip()
+        if title.endswith(heading):
+            depth, i = 0, m.start()
+            for tag in re.finditer(r"<(/?)section\b", html[m.start():]):
+                depth += -1 if tag.group(1) else 1
+                if depth == 0:
+                    raw = html[m.start():m.start() + tag.end()]
+                    page = _page_from_html(raw, path)
+                    page.html = raw
+                    return page
+    raise AssertionError(f"{name}.html 里没有标题为“{heading}”的一节")
+
+
+def assert_self_check(built_book, name: str):
+    """页面以“想一想”收尾：2–3 道题，每道题后面紧跟一个折叠的“答案”块（见 pagekit.self_check）。"""
+    pairs = self_check(load(built_book, name))
+    assert 2 <= len(pairs) <= 3, f"{name}：想一想里有 {len(pairs)} 道题"
+    assert all(q and a for q, a in pairs), pairs
+
+
+# ---------------------------------------------------------------- 首页
+
+
+def _pinned_torch() -> str:
+    req = (REPO / "requirements.txt").read_text(encoding="utf-8")
+    return re.search(r"^torch==([\d.]+)", req, re.M).group(1)
+
+
+def test_index_says_which_numbers_are_computed_and_which_are_illustrative(built_book):
+    part = section(built_book, "index", "哪些数字是算出来的")
+    items = [c for c in re.split(r"(?=算出来的。|手写的示意。)", part.text) if c.strip()]
+    computed = next(c for c in items if c.startswith("算出来的。"))
+    illustrative = next(c for c in items if c.startswith("手写的示意。"))
+    for kind in ("打印", "图", "正文"):
+        assert kind in computed, kind
+    assert "“示意”" in illustrative and "第 1 节" in illustrative
+
+
+def test_index_limits_reproducibility_to_the_pinned_pytorch_and_platform(built_book):
+    import torch
+
+    version = _pinned_torch()
+    assert torch.__version__.split("+")[0] == version, "测试环境的 PyTorch 不是 requirements.txt 钉住的版本"
+    part = section(built_book, "index", "能不能得到一样的数字")
+    assert f"PyTorch（{version} 的 CPU 版本）" in part.text or f"{version} 的 CPU 版本" in part.text
+    assert "平台" in part.text and "不保证" in part.text
+    assert "pytorch.org/docs/stable/notes/randomness.html" in " ".join(part.hrefs)
+    # 环境单元打印的版本就是钉住的版本，并写出平台
+    assert re.search(rf"PyTorch {re.escape(version)}\+cpu|PyTorch {re.escape(version)}\b", part.text)
+    assert "在 CPU 上计算" in part.text
 
 
 # ---------------------------------------------------------------- 导读
@@ -24,12 +95,19 @@ pytestmark = pytest.mark.book
 def test_intro_title_and_links_to_every_section_it_promises(built_book):
     page = load(built_book, "intro")
     assert page.title == "导读"
-    for doc in ("s1_intuition", "s2_scaled_dot_product", "s3_causal_mask", "s4_multi_head", "s6_block"):
-        assert any(h.split("#")[0] == f"{doc}.html" for h in page.hrefs), f"导读正文没有链接到 {doc}"
-    # 三段结构和五个要点问题
-    for part in ("输入层", "核心层", "输出层", "Position Encoding", "logits"):
-        assert part in page.text
-    assert "river bank" in page.text and "bank account" in page.text
+    route = section(built_book, "intro", "本章的路线")
+    for doc in ("s1_intuition", "s2_scaled_dot_product", "s3_causal_mask", "s4_multi_head",
+                "s5_ffn", "s6_block"):
+        assert any(h.split("#")[0] == f"{doc}.html" for h in route.hrefs), f"路线里没有链接到 {doc}"
+    place = section(built_book, "intro", "本章在模型里的位置")
+    rows = [[re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", place.html, re.S)]
+    cells = {row[0]: " ".join(row[1:]) for row in rows if row}
+    assert "Position Encoding" in cells["输入层"] and "logits" in cells["输出层"]
+    assert "Transformer Block" in cells["核心层"]
+    first = section(built_book, "intro", "各算各的向量")
+    assert "river bank" in first.text and "bank account" in first.text
+    assert "“示意”" in route.text, "导读应说明手写的示意数字"
 
 
 # ---------------------------------------------------------------- 第 1 节
@@ -37,16 +115,55 @@ def test_intro_title_and_links_to_every_section_it_promises(built_book):
 
 def test_s1_shows_vocab_ids_and_the_seeded_X(built_book):
     page = load(built_book, "s1_intuition")
-    assert page.title.endswith("Attention 的直觉")
+    assert page.title.endswith("注意力在做什么")
     assert "[0, 2, 4]" in page.text
     assert "[0, 2, 4, 6, 0, 9]" in page.text  # sofa → [UNK]
     assert "[PAD]" in page.text and "[UNK]" in page.text
     for value in ("1.9269", "1.4873", "-2.1055", "-0.4974"):
         assert value in page.text, value
     assert "1.9269" in page.pasted  # 正文引用 X[0, 0] 用的是 glue
-    # 示意的权重行，并说明它不是算出来的
-    assert "0.05" in page.text and "0.40" in page.text and "示意" in page.text
     assert any("W_Q" in m for m in page.math)
+
+
+def test_s1_illustrative_row_has_full_header_and_is_marked(built_book):
+    html = (built_book.html / "book" / "s1_intuition.html").read_text(encoding="utf-8")
+    table = re.search(r"<table.*?</table>\s*</div>\s*(<div class=\"admonition note\">.*?</div>)", html, re.S)
+    assert table, "第 1 节开头的示意表后面没有紧跟说明"
+    headers = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", table.group(0), re.S)]
+    assert len(headers) == 7 and all(headers), f"表头有空格子：{headers}"
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", table.group(0), re.S)]
+    assert cells[0] == "sat" and abs(sum(float(c) for c in cells[1:]) - 1) < 1e-9, cells
+    assert "示意" in table.group(1)
+
+
+def test_s1_says_nn_linear_stores_the_transpose_and_shows_it(built_book):
+    part = section(built_book, "s1_intuition", "三个投影")
+    assert "nn.Linear" in part.text and "W_Q^\\top" in " ".join(part.math)
+    check = section(built_book, "s1_intuition", "X → Q、K、V")
+    assert re.search(r"Q == X @ weight\.T:\s*True", check.text)
+    assert re.search(r"Q == X @ weight:\s*False", check.text)
+
+
+def test_s1_explains_why_key_and_value_are_separate(built_book):
+    part = section(built_book, "s1_intuition", "为什么 Key 和 Value 要分开")
+    assert "it" in part.text and "animal" in part.text
+    assert "匹配" in part.text and "投影" in part.text
+
+
+def test_s1_data_flow_figure(built_book):
+    page = load(built_book, "s1_intuition")
+    assert_figures(page, {"fig-s1-qkv-flow": "1.1"})
+    html = page.path.read_text(encoding="utf-8")
+    fig = re.search(r'<figure[^>]*id="fig-s1-qkv-flow".*?</figure>', html, re.S).group(0)
+    alt = re.search(r'alt="([^"]+)"', fig).group(1)
+    for word in ("W_Q", "W_K", "W_V", "softmax", "注意力分数", "注意力权重"):
+        assert word in alt, word
+    caption = re.sub(r"<[^>]+>", "", re.search(r"<figcaption>(.*?)</figcaption>", fig, re.S).group(1))
+    assert "Query" in caption and "Value" in caption
+
+
+def test_s1_ends_with_self_check(built_book):
+    assert_self_check(built_book, "s1_intuition")
 
 
 # ---------------------------------------------------------------- 第 2 节
@@ -54,29 +171,107 @@ def test_s1_shows_vocab_ids_and_the_seeded_X(built_book):
 
 def test_s2_regenerated_numbers_and_glued_scale(built_book):
     page = load(built_book, "s2_scaled_dot_product")
-    assert page.title.endswith("Scaled Dot-Product Attention")
+    assert page.title.endswith("缩放点积注意力")
     for value in ("-0.9139", "-0.6422", "0.4003", "0.2454", "0.2811", "0.4735", "-0.0709", "0.7985"):
         assert value in page.text, value
     assert "2.00" in page.pasted, page.pasted
     # 第 4 节会引用的 sat 行
     for value in ("0.2493", "0.3921", "0.3586"):
         assert value in page.pasted, value
+    assert "雅可比" not in page.text
+
+
+def test_s2_introduces_its_name_once_with_the_english_name(built_book):
+    page = load(built_book, "s2_scaled_dot_product")
+    assert page.text.count("scaled dot-product attention") == 1
+    i = page.text.index("scaled dot-product attention")
+    assert page.text[:i].rstrip("（ ").endswith("缩放点积注意力")
+
+
+def _toy():
+    import torch
+
+    from minigpt import attention
+    from minigpt.data import make_toy_example
+
+    ex = make_toy_example(("the", "cat", "sat"), d_model=4, d_k=4, seed=42)
+    w = attention.softmax_weights(attention.scale_scores(attention.attention_scores(ex.Q, ex.K), 4))
+    return torch, ex, w
+
+
+def test_s2_length_paragraph_is_true_for_the_printed_row(built_book):
+    torch, ex, _ = _toy()
+    q = ex.Q[0]
+    cos = [(q @ ex.K[j] / (q.norm() * ex.K[j].norm())).item() for j in range(3)]
+    dot = [(q @ ex.K[j]).item() for j in range(3)]
+    # 正文的结论：cat 的方向比 the 更不一致，分数却更高，因为 cat 的 Key 更短
+    assert cos[1] < cos[0] and dot[1] > dot[0] and ex.K[1].norm() < ex.K[0].norm()
+    part = section(built_book, "s2_scaled_dot_product", "点积既看方向，也看长度")
+    for value in (f"{cos[1]:+.4f}", f"{cos[0]:+.4f}", f"{ex.K[1].norm():.4f}", f"{ex.K[0].norm():.4f}"):
+        assert value in part.pasted, (value, part.pasted)
+    assert any(r"\cos\theta" in m and r"\lVert" in m for m in part.math)
+
+
+def test_s2_scales_the_toy_example_before_the_d_k_64_digression(built_book):
+    page = load(built_book, "s2_scaled_dot_product")
+    toy = page.text.index("缩放因子 √4 = 2.00")
+    digression = page.text.index("为什么偏偏是")
+    softmax_step = page.text.index("第三步：softmax")
+    assert toy < digression < softmax_step
+
+
+def test_s2_gives_the_softmax_formula_and_minus_infinity(built_book):
+    part = section(built_book, "s2_scaled_dot_product", "第三步：softmax 把分数变成权重")
+    assert any("e^{z_j}" in m and r"\sum" in m for m in part.math)
+    assert any(r"e^{-\infty} = 0" in m for m in part.math)
+    assert re.search(r"按公式手算 the 的一行: tensor\(\[0\.2454, 0\.2811, 0\.4735\]\)", part.text)
+
+
+def test_s2_step4_separates_projection_from_mixing(built_book):
+    torch, ex, w = _toy()
+    out = w @ ex.V
+    projection = (ex.V[0] - ex.X[0]).norm().item()
+    mixing = (out[0] - ex.V[0]).norm().item()
+    assert projection > mixing  # 正文说“大半要算在 W_V 头上”
+    part = section(built_book, "s2_scaled_dot_product", "第四步：用权重混合 V")
+    assert f"{projection:.4f}" in part.pasted and f"{mixing:.4f}" in part.pasted
+    assert f"{ex.V[0, 0].item():.4f}" in part.pasted
+    assert re.search(r"V\[0\]\s+the 的 Value:\s*tensor\(\[0\.1041", part.text)
 
 
 def test_s2_formulas_keep_the_square_root(built_book):
     page = load(built_book, "s2_scaled_dot_product")
     attention = [m for m in page.math if "Attention" in m and "softmax" in m]
-    assert attention, "找不到合并后的注意力公式"
-    assert all(r"\sqrt{d_k}" in m for m in attention)
+    assert len(attention) == 1, "找不到合并后的注意力公式"
+    assert r"\sqrt{d_k}" in attention[0]
     assert any(r"\operatorname{Var}" in m and "= d_k" in m for m in page.math)
     assert r"\sqrt{64} = 8" in " ".join(page.math)
-    # 公式有编号并被引用（式 (2.7) 是合并后的公式）
-    assert "(2.7)" in page.text
+    # 合并后的公式有编号，正文引用了这个编号
+    number = re.search(r"\((2\.\d+)\)", attention[0]).group(1)
+    assert "#equation-s2-attention" in page.hrefs
+    assert page.text.count(f"({number})") >= 2
 
 
 def test_s2_figures(built_book):
     page = load(built_book, "s2_scaled_dot_product")
     assert_figures(page, {"fig-s2-variance": "2.1", "fig-s2-saturation": "2.2", "fig-s2-heatmap": "2.3"})
+
+
+def test_s2_ends_with_self_check(built_book):
+    assert_self_check(built_book, "s2_scaled_dot_product")
+
+
+# ---------------------------------------------------------------- 小结
+
+
+def test_summary_follows_one_token_through_the_block(built_book):
+    page = load(built_book, "summary")
+    assert page.title.endswith("小结")
+    walk = section(built_book, "summary", "在一个 Block 里经历了什么")
+    order = ["Query", "注意力分数", "注意力权重", "因果遮蔽", "多头注意力", "前馈网络", "残差连接", "LayerNorm"]
+    positions = [walk.text.index(term) for term in order]
+    assert positions == sorted(positions), "小结里一个 token 的路程顺序不对"
+    assert "因果 mask" not in page.text and "Scaled Dot-Product" not in page.text
 
 
 # ---------------------------------------------------------------- 第 3 节
