@@ -116,3 +116,22 @@ def test_svg_output_is_deterministic():
             buf, format="svg", metadata={"Date": None})
         return buf.getvalue()
     assert svg() == svg()
+
+
+def test_qkv_dataflow_diagram_draws_every_stage_with_canonical_terms():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = plots.qkv_dataflow_diagram()
+        fig.canvas.draw()
+        fig.savefig(io.BytesIO(), format="svg")
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    joined = " ".join(texts)
+    for label in ("W_Q", "W_K", "W_V", "Query", "Key", "Value", "注意力分数", "softmax", "注意力权重", "AV"):
+        assert label in joined, label
+    assert "attention" not in joined.lower()  # 图里用中文术语，不混用英文
+
+
+def test_saturation_plot_calls_the_jacobian_norm_sensitivity_as_the_page_does():
+    fig = plots.softmax_saturation_plot(softmax_saturation(n_trials=50))
+    titles = [ax.get_title() for ax in fig.axes]
+    assert all("灵敏度" in t and "梯度范数" not in t for t in titles), titles

@@ -1,4 +1,4 @@
-"""玩具词表与第 1 节的输入矩阵 X（见第 1 节 Attention 的直觉）。
+"""玩具词表与第 1 节的输入矩阵 X（见第 1 节 注意力在做什么）。
 
 这里的一切都是确定的：固定种子、固定的创建顺序，
 所以书页每次构建打印出的 X、Q、K、V 都和正文中的数字一致。
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-# 玩具词表：10 个词，顺序决定 id（见第 1 节 Attention 的直觉）
+# 玩具词表：10 个词，顺序决定 id（见第 1 节 注意力在做什么）
 VOCAB: dict[str, int] = {
     "the": 0, "a": 1, "cat": 2, "dog": 3, "sat": 4,
     "ran": 5, "on": 6, "mat": 7, "[PAD]": 8, "[UNK]": 9,
@@ -20,7 +20,7 @@ UNK_ID: int = VOCAB["[UNK]"]
 
 def encode(words: str | list[str] | tuple[str, ...]) -> list[int]:
     """把词序列变成 token id 列表；词表外的词记作 [UNK]
-    （见第 1 节 Attention 的直觉）。
+    （见第 1 节 注意力在做什么）。
 
     words 可以是一个字符串（按空白切分），也可以是词的列表。
     """
@@ -30,7 +30,7 @@ def encode(words: str | list[str] | tuple[str, ...]) -> list[int]:
 
 
 def decode(ids) -> list[str]:
-    """把 token id 列表（或一维张量）还原成词（见第 1 节 Attention 的直觉）。"""
+    """把 token id 列表（或一维张量）还原成词（见第 1 节 注意力在做什么）。"""
     if isinstance(ids, torch.Tensor):
         ids = ids.tolist()
     out = []
@@ -43,7 +43,7 @@ def decode(ids) -> list[str]:
 
 @dataclass(frozen=True, eq=False)
 class ToyExample:
-    """第 1、2 节手算 Attention 用到的全部对象（见第 1 节 Attention 的直觉）。
+    """第 1、2 节手算 Attention 用到的全部对象（见第 1 节 注意力在做什么）。
 
     embedding、W_Q、W_K、W_V 是模块（可以看它们的 .weight）；
     X、Q、K、V 是在 torch.no_grad() 下算出的普通张量，不带 grad_fn。
@@ -64,7 +64,7 @@ class ToyExample:
 def make_toy_example(words=("the", "cat", "sat"), d_model: int = 4, d_k: int = 4,
                      seed: int = 42) -> ToyExample:
     """按正文的顺序造出 X、Q、K、V
-    （见第 1 节 Attention 的直觉、第 2 节 Scaled Dot-Product Attention）。
+    （见第 1 节 注意力在做什么、第 2 节 缩放点积注意力）。
 
     顺序是：设种子 → nn.Embedding → 三个 nn.Linear（W_Q、W_K、W_V）。
     顺序一变，随机数就被别的参数取走，数字就和正文对不上了。

@@ -110,7 +110,7 @@ def _draw_heatmap(ax, values: np.ndarray, row_labels, col_labels, vmin, vmax,
 
 def attention_heatmap(weights, row_labels, col_labels, title=None, ax=None,
                       vmin=0.0, vmax=1.0) -> Figure:
-    """注意力权重热力图，每格标两位小数（见第 2 节 Scaled Dot-Product Attention）。
+    """注意力权重热力图，每格标两位小数（见第 2 节 缩放点积注意力）。
 
     weights: [seq_q, seq_k]。画分数而不是权重时可传 vmin=None, vmax=None 自动取范围；
     -inf（被遮住的分数）显示为灰色并标 “-∞”。
@@ -203,7 +203,7 @@ def head_weights(weights_per_head, labels) -> Figure:
 
 def variance_vs_dk(stats) -> Figure:
     """点积方差随 d_k 增长，除以 √d_k 后回到 1
-    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    （见第 2 节 缩放点积注意力「缩放」）。
 
     stats: `attention.dot_product_stats` 的结果。
     """
@@ -229,7 +229,7 @@ def variance_vs_dk(stats) -> Figure:
 
 def softmax_saturation_plot(result) -> Figure:
     """同一组分数缩放前后的 softmax 权重对比
-    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    （见第 2 节 缩放点积注意力「缩放」）。
 
     result: `attention.softmax_saturation` 的结果。
     """
@@ -242,7 +242,7 @@ def softmax_saturation_plot(result) -> Figure:
     )
     for ax, (w, top, grad, name, color) in zip(axes, panels):
         ax.bar(keys, _np(w), color=color)
-        ax.set_title(f"{name}：最大权重 {top:.2f}，梯度范数 {grad:.3f}", fontsize=10)
+        ax.set_title(f"{name}：最大权重 {top:.2f}，灵敏度 {grad:.3f}", fontsize=10)
         ax.set_xticks(keys)
         ax.set_xlabel("key 编号")
         ax.set_ylim(0, 1)
