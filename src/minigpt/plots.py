@@ -455,7 +455,7 @@ def transformer_block_diagram() -> Figure:
     return fig
 
 
-# ---------------------------------------------------------------- 第 1 节：Q/K/V 数据流图
+# ------------------------------------------------------ 第 1 节：Q/K/V 数据流图
 
 
 def _flow_box(ax, xy, w, h, text, color, fontsize=10):
@@ -480,30 +480,35 @@ def qkv_dataflow_diagram() -> Figure:
     ax.set_ylim(0, 8.4)
     ax.axis("off")
     match, content, data = "#fcd9b6", "#cde4f7", "#eeeeee"
+    n_dm = r"$[n,\ d_{\mathrm{model}}]$"
+    n_dk = r"$[n,\ d_k]$"
     # 输入与三个投影
-    _flow_box(ax, (0.2, 3.4), 2.2, 1.6, r"$X$" + "\n" + r"$[n,\ d_{\mathrm{model}}]$", data, 11)
+    _flow_box(ax, (0.2, 3.4), 2.2, 1.6, "$X$\n" + n_dm, data, 11)
     rows = {"Q": 6.4, "K": 3.4, "V": 0.4}
     names = {"Q": "Query", "K": "Key", "V": "Value"}
     for r, y in rows.items():
         color = content if r == "V" else match
         _flow_box(ax, (3.4, y), 1.9, 1.6, rf"$\times\ W_{r}$", color, 11)
-        _flow_box(ax, (6.2, y), 2.4, 1.6, f"${r}$（{names[r]}）\n" + r"$[n,\ d_k]$", color, 10)
+        label = f"${r}$（{names[r]}）\n" + n_dk
+        _flow_box(ax, (6.2, y), 2.4, 1.6, label, color, 10)
         _arrow(ax, (2.4, 4.2), (3.4, y + 0.8))
         _arrow(ax, (5.3, y + 0.8), (6.2, y + 0.8))
     # Q、K → 注意力分数 → softmax → 注意力权重
-    _flow_box(ax, (9.6, 4.9), 2.5, 1.6, "注意力分数\n" + r"$S = QK^\top/\sqrt{d_k}$", match, 10)
+    scores = "注意力分数\n" + r"$S = QK^\top/\sqrt{d_k}$"
+    _flow_box(ax, (9.6, 4.9), 2.5, 1.6, scores, match, 10)
     _arrow(ax, (8.6, 7.2), (9.6, 6.0))
     _arrow(ax, (8.6, 4.2), (9.6, 5.4))
     _flow_box(ax, (12.8, 4.9), 2.4, 1.6, "softmax\n（每行和为 1）", match, 10)
     _arrow(ax, (12.1, 5.7), (12.8, 5.7))
-    _flow_box(ax, (12.8, 2.4), 2.4, 1.6, r"注意力权重 $A$" + "\n" + r"$[n,\ n]$", match, 10)
+    weights = "注意力权重 $A$\n" + r"$[n,\ n]$"
+    _flow_box(ax, (12.8, 2.4), 2.4, 1.6, weights, match, 10)
     _arrow(ax, (14.0, 4.9), (14.0, 4.0))
     # 权重与 V → 加权求和 → 输出
-    _flow_box(ax, (15.6, 0.4), 2.2, 1.6, r"输出 $AV$" + "\n" + r"$[n,\ d_k]$", data, 10)
+    _flow_box(ax, (15.6, 0.4), 2.2, 1.6, "输出 $AV$\n" + n_dk, data, 10)
     _arrow(ax, (15.2, 3.2), (16.7, 2.0))
     _arrow(ax, (8.6, 1.2), (15.6, 1.2))
-    ax.text(11.9, 1.45, r"加权求和：按权重混合 $V$ 的各行", ha="center", va="bottom",
-            fontsize=9, color="#1f4e79")
-    ax.text(9.6, 7.55, r"$Q$ 与 $K$：决定从谁那里取、取多少", ha="left", va="center",
-            fontsize=9, color="#8a4b08")
+    ax.text(11.9, 1.45, "加权求和：按权重混合 $V$ 的各行", ha="center",
+            va="bottom", fontsize=9, color="#1f4e79")
+    ax.text(9.6, 7.55, "$Q$ 与 $K$：决定从谁那里取、取多少", ha="left",
+            va="center", fontsize=9, color="#8a4b08")
     return fig
