@@ -244,11 +244,11 @@ def softmax_saturation_plot(result) -> Figure:
         ax.bar(keys, _np(w), color=color)
         ax.set_title(f"{name}：最大权重 {top:.2f}，灵敏度 {grad:.3f}", fontsize=10)
         ax.set_xticks(keys)
-        ax.set_xlabel("key 编号")
+        ax.set_xlabel("Key 编号")
         ax.set_ylim(0, 1)
         ax.grid(True, axis="y", alpha=0.3)
     axes[0].set_ylabel("softmax 权重")
-    fig.suptitle(f"d_k = {result.d_k}：不缩放时 softmax 几乎只选一个 key")
+    fig.suptitle(f"d_k = {result.d_k}：不缩放时 softmax 几乎只选一个 Key")
     return fig
 
 
