@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import math
 import re
+import tempfile
+from pathlib import Path
 
 import pytest
 
 import torch
 
 from conftest import REPO
-from pagekit import ArticleParser, Page, assert_figures, load, plain, self_check
+from pagekit import Page, assert_figures, load, load_path, plain, self_check
 
 pytestmark = pytest.mark.book
 
@@ -23,11 +25,12 @@ pytestmark = pytest.mark.book
 
 
 def _page_from_html(html: str, path) -> Page:
-    page = Page(path)
-    parser = ArticleParser(page)
-    parser.feed(f"<article>{html}</article>")
-    page.chunks = parser.chunks
-    page.text = "".join(parser.chunks)
+    """把一段正文 HTML 读成 Page（经 pagekit.load_path，和整页用同一个读法）。"""
+    with tempfile.TemporaryDirectory() as tmp:
+        part = Path(tmp) / path.name
+        part.write_text(f"<html><body><article>{html}</article></body></html>", encoding="utf-8")
+        page = load_path(part)
+    page.path = path
     return page
 
 
