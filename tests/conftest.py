@@ -65,7 +65,7 @@ def make_mini_book(tmp: Path, pages: dict[str, str], config_changes: dict | None
     (tmp / "_config.yml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
     # 配置里引用的文件（参考文献等）照原样带过去
     for rel in ("book/references.bib", "book/search_dict.txt", "book/_ext",
-                "book/_static"):
+                "book/_static", "locale"):
         (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
         if (REPO / rel).is_dir():
             shutil.copytree(REPO / rel, tmp / rel, dirs_exist_ok=True)

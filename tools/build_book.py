@@ -14,7 +14,7 @@
    跑好（与 myst-nb 相同的读法、超时与缓存键），Sphinx 随后直接取用缓存。预执行失败的页面不入缓存，
    交给 Sphinx 重新执行并照常报错。
 4. **PDF**（`--builder pdflatex`，XeLaTeX）：与 HTML 共用 `_build/.doctrees` 和执行缓存（页面不会再执行
-   一遍），输出 `_build/latex/book.pdf`，成功后复制到网站 `_build/html/attention-transformer-block.pdf`
+   一遍），输出 `_build/latex/book.pdf`，成功后复制到网站根目录（文件名是 _config.yml 的 `book_pdf_on_site`）
    （首页的“下载 PDF”链接）。任何构建失败都让所有构建器的“上次成功”标记作废（见 main）。
 5. **警告即失败**：总是带 `-W -n --keep-going`。内核启动前先预热 matplotlib 的字体缓存，
    否则新机器上第一次 `import matplotlib` 往 stderr 写的提示会被当成错误。
@@ -172,12 +172,16 @@ def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, workers: int =
             )
 
 
-# PDF 的固定位置（make pdf 的产物）与它在网站上的文件名（首页的“下载 PDF”链接指向它）
+# PDF 的固定位置（make pdf 的产物）
 PDF_BUILT = Path("latex") / "book.pdf"
-PDF_ON_SITE = "attention-transformer-block.pdf"
 
 
-def publish_pdf(build_dir: Path) -> Path | None:
+def pdf_on_site(root: Path = REPO) -> str:
+    """整本书 PDF 在网站根目录的文件名：_config.yml 的 sphinx.config.book_pdf_on_site（唯一的出处）。"""
+    return yaml_load(root / "_config.yml")["sphinx"]["config"]["book_pdf_on_site"]
+
+
+def publish_pdf(build_dir: Path, root: Path = REPO) -> Path | None:
     """把最近一次成功构建的 PDF 复制进网站目录 _build/html/，供首页的下载链接使用。
 
     PDF 与网站各自构建、先后不限：PDF 构建成功后复制一次；之后的 HTML 构建（Sphinx 不删输出目录里
@@ -186,7 +190,7 @@ def publish_pdf(build_dir: Path) -> Path | None:
     pdf = build_dir / PDF_BUILT
     if not (pdf.is_file() and (build_dir / ".last-pdflatex-ok").exists()):
         return None
-    target = build_dir / "html" / PDF_ON_SITE
+    target = build_dir / "html" / pdf_on_site(root)
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(pdf, target)
     return target
@@ -263,10 +267,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n[build_book] 执行报告 {report}:\n" + report.read_text()[-3000:])
         if args.builder == "pdflatex":
             print_latex_errors(build_dir / "latex")
-            (build_dir / "html" / PDF_ON_SITE).unlink(missing_ok=True)  # 不在网站上留一份过期的 PDF
+            (build_dir / "html" / pdf_on_site(root)).unlink(missing_ok=True)  # 不在网站上留一份过期的 PDF
         print(f"\n[build_book] 构建失败（退出码 {code}）。", file=sys.stderr)
     if code == 0 and args.builder in ("html", "pdflatex"):
-        publish_pdf(build_dir)
+        publish_pdf(build_dir, root)
     return code
 
 

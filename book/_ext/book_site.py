@@ -1,37 +1,41 @@
 """本书网站的本地 Sphinx 扩展（在 _config.yml 的 sphinx.local_extensions 里登记）。
 
-它做 _config.yml 做不到的几件事：
+能写进配置的都在 _config.yml 里（主题选项、html_context、搜索框与折叠提示、模板目录、MathJax 路径），
+界面文字的中文译文在 locale/zh_CN/LC_MESSAGES/sphinx.po。这里只留配置做不到的事，每一项都说明原因：
 
 1. **中文检索词典用绝对路径。** Sphinx 把 ``html_search_options['dict']`` 按构建时的工作目录解析，
    找不到就悄悄不用。这里按配置目录（``app.confdir``）把它变成绝对路径；文件不存在时发警告
-   （构建带 ``-W``，于是构建失败），而不是让检索默默退化。未配置时默认用 ``book/search_dict.txt``。
-2. **MathJax 离线。** 用 PyPI 包 ``sphinx-mathjax-offline`` 自带的 MathJax 3：``mathjax_path`` 指向本站的
-   ``_static/mathjax/tex-chtml.js``，HTML 构建结束时把 MathJax 复制到输出目录的 ``_static/mathjax/``，页面不再
-   从 CDN 取脚本。它不在源目录的 ``_static`` 里，所以 Jupyter Book 不会把它的几十个 .js 挂到每一页上。
-   （不直接加载那个扩展：它对 PDF 构建也复制 24 MB 的 MathJax。）
-3. **中文搜索框提示。** Jupyter Book 默认把主题选项 ``search_bar_text`` 设成英文 “Search this book...”，
-   这里换成中文（若已在配置里写了别的值，则保留）。
-4. **每页都能下载 .ipynb。** sphinx-book-theme 只有在配置了 Binder/Colab 等“启动”服务时，才把
+   （构建带 ``-W``，于是构建失败），而不是让检索默默退化。
+2. **MathJax 离线。** ``mathjax_path`` 在 _config.yml 里指向本站的 ``_static/mathjax/tex-chtml.js``；
+   这里在 HTML 构建结束时把 PyPI 包 ``sphinx-mathjax-offline`` 自带的 MathJax 3 复制过去。它不在源目录的
+   ``_static`` 里，所以 Jupyter Book 不会把它的几十个 .js 挂到每一页上。（不直接加载那个扩展：它对 PDF
+   构建也复制 24 MB 的 MathJax。）
+3. **每页都能下载 .ipynb。** sphinx-book-theme 只有在配置了 Binder/Colab 等“启动”服务时，才把
    MyST Markdown 页面对应的 notebook 复制到 ``_sources/`` 并放进下载菜单；本书离线发布、不配
    启动服务，所以在主题生成下载菜单之前（优先级 500 < 501）做同样的事。而且 myst-nb 在
    ``execute_notebooks: cache`` 下写到 ``jupyter_execute/`` 的 notebook 没有输出，这里从
    jupyter-cache 取回执行结果再写出，读者下载到的是带输出的 notebook。
-5. **每页的脚本不重复。** Sphinx 7.4 的一个缺陷（8.2 修复，sphinx-doc/sphinx#13402）：扩展在构建器
+4. **每页的脚本不重复。** Sphinx 7.4 的一个缺陷（8.2 修复，sphinx-doc/sphinx#13402）：扩展在构建器
    初始化之后用 ``add_js_file(None, body=...)`` 加的内联脚本会在页面里出现两次。sphinx-thebe 的
    ``const THEBE_JS_URL = ...`` 因而在每页都抛 “has already been declared”。这里按内容去重。
-6. **浅色/深色默认跟随系统。** ``html_context`` 里没有 ``default_mode`` 时，pydata-sphinx-theme 在第一次访问时往
-   控制台报 “Got invalid theme mode”；这里设成 ``auto``（若配置里没写）。
-   另外去掉宽屏上那条只有重复搜索框的空顶栏（sphinx-book-theme#986）。
-7. **界面文字都是中文。** ``language: zh_CN`` 之后仍有几处英文：sphinx-togglebutton 的折叠提示
-   （“Click to show”，它的中文目录叫 zh-cn，对不上 zh_CN）、主题切换按钮的提示、页脚的
-   “© Copyright”、Sphinx 7.4 新增的锚点提示（“Link to this heading”等），以及 sphinx-book-theme
-   模板里写死的几个提示（左右侧栏开关、主目录的 aria-label）。前几类在这里补上译文
-   （``UI_MESSAGES``、``TOGGLE_HINTS``），写死的那几个由 ``templates/`` 里的同名小模板覆盖。
-8. **下载菜单里有整本书的 PDF。** ``make pdf`` 把 PDF 复制到网站根目录的固定文件名
-   ``attention-transformer-block.pdf``（tools/build_book.py 的 ``PDF_ON_SITE``）；每页的下载菜单在
-   “.ipynb / .md / 打印本页”之外再给一项指向它的链接（只是链接，打开页面时不会请求它）。
-9. **站点根目录的 index.html。** sphinx-external-toc 在根页面不叫 index 时写一个只有一行
+5. **下载菜单是中文，并且有整本书的 PDF。** 主题在 Python 代码里生成下载菜单，“打印本页”那一项的文字
+   写死为 “.pdf”，提示取自主题自己的消息目录（项目的 .po 覆盖不了它）。这里把那一项改成中文，并在
+   末尾加一项指向整本书 PDF 的链接：文件名取自配置 ``book_pdf_on_site``（_config.yml 里唯一的出处，
+   tools/build_book.py 按它复制 PDF）。只是链接，打开页面时不会请求它。首页正文里的下载链接用本扩展的
+   角色 ``{book-pdf}`下载 PDF 版```，同样读这个配置。
+6. **搜索结果的摘要从正文开始。** Sphinx 7.4 的 searchtools.js 取页面里 ``[role="main"]`` 的全部文字做摘要，
+   主题在那里面还放了页首按钮、打印用的标题与目录、右侧的本页目录，摘要于是以 “.pdf 因果遮蔽 目录 …”
+   开头。搜索页上加一小段脚本（``search_snippets.js``），让它只从 ``<article>`` 里取文字。
+7. **参考文献表的无障碍角色。** docutils 0.21 把引文排成 ``role="list"`` 的 div，里面的每条却是
+   ``role="doc-biblioentry"``（ARIA 1.2 已废弃，也不算列表项），axe 报 critical 的
+   aria-required-children。这是 HTML 写出器的代码，配置改不了：这里给 HTML 构建器换一个只改这两个
+   方法的写出器，每条改为 ``role="listitem"``。
+8. **站点根目录的 index.html。** sphinx-external-toc 在根页面不叫 index 时写一个只有一行
    ``<meta refresh>`` 的跳转页（没有 ``lang``、没有标题）；这里先写一个完整的中文跳转页。
+
+扩展点：要给某些页面加脚本（例如交互图的库），在 ``html-page-context`` 里 ``app.add_js_file``，
+库文件在 ``builder-inited`` 时复制进输出目录（不要放进 book/_static：那里的每个 .js 都挂到每一页）；
+下载菜单的新条目照 ``offer_book_pdf`` 的样子往 ``download_menu(context)`` 里加。
 """
 
 from __future__ import annotations
@@ -42,20 +46,24 @@ import shutil
 from pathlib import Path
 
 import nbformat
+from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
+from sphinx.util.texescape import escape as tex_escape
+from sphinx.writers.html5 import HTML5Translator
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_DICT = "book/search_dict.txt"
-SEARCH_BAR_TEXT = "搜索本书……"
-# Jupyter Book 1.x 写进 html_theme_options 的英文默认值
-JB_DEFAULT_SEARCH_BAR_TEXT = "Search this book..."
+HERE = Path(__file__).parent
 
 
-def _absolute_search_dict(app: Sphinx, config) -> None:
+# ---- 1. 中文检索词典 -------------------------------------------------------------------------
+
+def absolute_search_dict(app: Sphinx, config) -> None:
+    """词典路径按配置目录解析（Sphinx 按当前目录解析、找不到就悄悄不用：配置写不出“相对于配置目录”）。"""
     options = dict(config.html_search_options or {})
-    path = Path(options.get("dict") or DEFAULT_DICT)
+    if not options.get("dict"):
+        return
+    path = Path(options["dict"])
     if not path.is_absolute():
         path = Path(app.confdir) / path
     path = path.resolve()
@@ -65,56 +73,7 @@ def _absolute_search_dict(app: Sphinx, config) -> None:
     config.html_search_options = options
 
 
-def _chinese_search_bar(app: Sphinx, config) -> None:
-    theme_options = config.html_theme_options
-    if theme_options.get("search_bar_text") in (None, JB_DEFAULT_SEARCH_BAR_TEXT):
-        theme_options["search_bar_text"] = SEARCH_BAR_TEXT
-
-
-# 主题与扩展的消息目录里缺的或不合适的中文译文：{(命名空间, 目录名): {原文: 译文}}。
-# 只在 language 是中文时生效；补在各自的翻译对象上，所以优先于主题自带的条目。
-UI_MESSAGES = {
-    ("general", "sphinx"): {            # pydata-sphinx-theme 的模板文字
-        "Color mode": "颜色模式",
-        "Light": "浅色",
-        "Dark": "深色",
-        "System Settings": "跟随系统",
-        "© Copyright %(copyright)s.": "© %(copyright)s 版权所有。",
-        "Copyright %(copyright)s": "%(copyright)s 版权所有",
-        # Sphinx 7.4 新加的标题/图/公式锚点提示，zh_CN 目录里还没有译文
-        "Link to this heading": "链接到此标题",
-        "Link to this image": "链接到此图",
-        "Link to this table": "链接到此表",
-        "Link to this code": "链接到此代码",
-        "Link to this equation": "链接到此公式",
-        "Link to this definition": "链接到此定义",
-    },
-    ("general", "booktheme"): {         # sphinx-book-theme 的下载菜单等
-        "Print to PDF": "打印为 PDF",
-    },
-}
-TOGGLE_HINTS = {"togglebutton_hint": ("Click to show", "点击展开"),
-                "togglebutton_hint_hide": ("Click to hide", "点击收起")}
-
-
-def _chinese_ui_strings(app: Sphinx, config) -> None:
-    if not str(config.language or "").startswith("zh"):
-        return
-    from sphinx.locale import translators
-
-    for key, messages in UI_MESSAGES.items():
-        catalog = getattr(translators.get(key), "_catalog", None)
-        if catalog is not None:  # NullTranslations（没有任何目录）时没有 _catalog
-            catalog.update(messages)
-    for name, (english, chinese) in TOGGLE_HINTS.items():
-        if config[name] == english:
-            config[name] = chinese
-    # sphinx-book-theme 模板里写死英文的几个小组件，用同名模板覆盖
-    config.templates_path = [str(Path(__file__).parent / "templates"), *config.templates_path]
-
-
-MATHJAX_PATH = "mathjax/tex-chtml.js"  # 相对于 _static/
-
+# ---- 2. 离线 MathJax ------------------------------------------------------------------------
 
 def _mathjax_source() -> Path:
     # 包名带连字符，只能这样导入；它只定义函数，导入时不做任何事
@@ -122,47 +81,19 @@ def _mathjax_source() -> Path:
     return Path(package.__file__).parent / "static" / "mathjax"
 
 
-def _offline_mathjax(app: Sphinx, config) -> None:
-    if "://" in str(config.mathjax_path):  # 还是 Sphinx 默认的 CDN 地址（或别人写的网址）
-        config.mathjax_path = MATHJAX_PATH
-
-
 def copy_mathjax(app: Sphinx, exception) -> None:
-    if exception is None and app.builder.format == "html" and app.config.mathjax_path == MATHJAX_PATH:
-        shutil.copytree(_mathjax_source(), Path(app.outdir) / "_static" / "mathjax", dirs_exist_ok=True)
+    """mathjax_path 是本站的相对路径时，把 MathJax 复制到那里（复制文件，配置做不到）。"""
+    if exception is not None or app.builder.format != "html" or "://" in str(app.config.mathjax_path):
+        return
+    target = Path(app.outdir) / "_static" / Path(app.config.mathjax_path).parent
+    shutil.copytree(_mathjax_source(), target, dirs_exist_ok=True)
 
 
-def config_inited(app: Sphinx, config) -> None:
-    _offline_mathjax(app, config)
-    _absolute_search_dict(app, config)
-    _chinese_search_bar(app, config)
-    _chinese_ui_strings(app, config)
-    config.html_context.setdefault("default_mode", "auto")
-    # sphinx-book-theme 1.3 + pydata 0.17 在宽屏上也显示一条几乎空的顶栏，里面只有第二个搜索框
-    # （executablebooks/sphinx-book-theme#986）；左侧栏已有搜索框，这里不要这条顶栏。
-    config.html_theme_options.setdefault("navbar_persistent", [])
-
-
-def dedupe_assets(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    """同一个脚本/样式（同文件名、同属性、同内联内容）在页面里只出现一次。"""
-    for key in ("script_files", "css_files"):
-        assets = context.get(key)
-        if not assets:
-            continue
-        seen, unique = set(), []
-        for asset in assets:
-            attributes = getattr(asset, "attributes", None) or {}
-            ident = (str(getattr(asset, "filename", asset) or ""),
-                     tuple(sorted((k, str(v)) for k, v in attributes.items())))
-            if ident not in seen:
-                seen.add(ident)
-                unique.append(asset)
-        assets[:] = unique  # 原地改：之后的处理器仍往同一个列表里加
-
+# ---- 3. 每页的 .ipynb 下载 ----------------------------------------------------------------------
 
 def offer_notebook_download(app: Sphinx, pagename: str, templatename: str,
                             context: dict, doctree) -> None:
-    """把 myst-nb 执行后的 notebook 复制到 _sources/，让主题的下载菜单出现 .ipynb。"""
+    """把 myst-nb 执行后的 notebook 复制到 _sources/，让主题的下载菜单出现 .ipynb（主题只在配了启动服务时这样做）。"""
     if doctree is None or context.get("ipynb_source"):
         return
     if "kernelspec" not in app.env.metadata.get(pagename, {}):
@@ -193,22 +124,91 @@ def _with_outputs(app: Sphinx, path: Path) -> nbformat.NotebookNode:
     return notebook
 
 
-BOOK_PDF = "attention-transformer-block.pdf"  # 与 tools/build_book.py 的 PDF_ON_SITE 一致（有测试核对）
+# ---- 4. 脚本去重 ---------------------------------------------------------------------------
+
+def dedupe_assets(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """同一个脚本/样式（同文件名、同属性、同内联内容）在页面里只出现一次（Sphinx 7.4 的缺陷，配置绕不开）。"""
+    for key in ("script_files", "css_files"):
+        assets = context.get(key)
+        if not assets:
+            continue
+        seen, unique = set(), []
+        for asset in assets:
+            attributes = getattr(asset, "attributes", None) or {}
+            ident = (str(getattr(asset, "filename", asset) or ""),
+                     tuple(sorted((k, str(v)) for k, v in attributes.items())))
+            if ident not in seen:
+                seen.add(ident)
+                unique.append(asset)
+        assets[:] = unique  # 原地改：之后的处理器仍往同一个列表里加
 
 
-def offer_book_pdf(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    """在主题的下载菜单（优先级 501 生成）末尾加上整本书的 PDF。"""
+# ---- 5. 下载菜单：中文，外加整本书的 PDF -------------------------------------------------------
+
+PRINT_PAGE = {"text": "打印本页", "tooltip": "用浏览器把本页打印或存成 PDF"}
+BOOK_PDF_BUTTON = {"type": "link", "text": "整本书 PDF", "tooltip": "下载整本书的 PDF",
+                   "icon": "fas fa-book", "label": "download-book-pdf-button"}
+
+
+def download_menu(context: dict) -> list[dict] | None:
+    """主题（优先级 501）生成的下载菜单里的按钮列表；页面没有下载菜单时为 None。"""
     for group in context.get("header_buttons", []):
         if group.get("label") == "download-buttons":
-            group["buttons"].append({
-                "type": "link",
-                "url": context["pathto"](BOOK_PDF, 1),
-                "text": "整本书 PDF",
-                "tooltip": "下载整本书的 PDF",
-                "icon": "fas fa-book",
-                "label": "download-book-pdf-button",
-            })
+            return group["buttons"]
+    return None
 
+
+def chinese_download_menu(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """菜单由主题的 Python 代码生成，“打印”一项的文字写死为 “.pdf”：改成中文，末尾加上整本书的 PDF。"""
+    buttons = download_menu(context)
+    if buttons is None:
+        return
+    for button in buttons:
+        if button.get("label") == "download-pdf-button":  # window.print()
+            button.update(PRINT_PAGE)
+    buttons.append({**BOOK_PDF_BUTTON, "url": context["pathto"](app.config.book_pdf_on_site, 1)})
+
+
+def book_pdf_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{book-pdf}`链接文字```：指向网站根目录上整本书 PDF 的下载链接（文件名取自配置，正文里不再写一遍）。
+
+    LaTeX 等其他格式里只印链接文字（读者手上就是 PDF）。
+    """
+    env = inliner.document.settings.env
+    href = "../" * env.docname.count("/") + env.config.book_pdf_on_site
+    link = f'<a class="book-pdf-link" href="{html.escape(href)}" download>{html.escape(text)}</a>'
+    return [nodes.raw(rawtext, link, format="html"), nodes.raw(rawtext, tex_escape(text), format="latex")], []
+
+
+# ---- 6. 搜索结果的摘要 ----------------------------------------------------------------------
+
+SEARCH_SNIPPETS_JS = HERE / "search_snippets.js"
+
+
+def search_snippets_from_article(app: Sphinx, pagename: str, templatename: str, context: dict,
+                                 doctree) -> None:
+    """只在搜索页上加摘要脚本（Sphinx 的 searchtools.js 没有“从哪个元素取摘要”的配置）。"""
+    if pagename == "search":
+        app.add_js_file(None, body=SEARCH_SNIPPETS_JS.read_text(encoding="utf-8"))
+
+
+# ---- 7. 参考文献表的无障碍角色 ----------------------------------------------------------------
+
+class CitationListTranslator(HTML5Translator):
+    """引文表：role="list" 的 div 里每条引文是 role="listitem"（docutils 写的是已废弃的 doc-biblioentry）。"""
+
+    def visit_citation(self, node):
+        if not isinstance(node.previous_sibling(), type(node)):
+            self.body.append('<div role="list" class="citation-list">\n')
+        self.body.append(self.starttag(node, "div", classes=[node.tagname], role="listitem"))
+
+    def depart_citation(self, node):
+        self.body.append("</div>\n")
+        if not isinstance(node.next_node(descend=False, siblings=True), type(node)):
+            self.body.append("</div>\n")
+
+
+# ---- 8. 根目录的跳转页 ----------------------------------------------------------------------
 
 REDIRECT_PAGE = """<!DOCTYPE html>
 <html lang="zh-CN">
@@ -226,7 +226,7 @@ REDIRECT_PAGE = """<!DOCTYPE html>
 
 
 def write_root_redirect(app: Sphinx, exception) -> None:
-    """根页面不是 index 时，在输出根目录写一个中文跳转页（先于 sphinx-external-toc 的单行版本）。"""
+    """根页面不是 index 时，在输出根目录写一个中文跳转页（先于 sphinx-external-toc 的单行版本；那一页没有配置项）。"""
     if exception is not None or app.builder.format != "html" or app.config.root_doc == "index":
         return
     index = Path(app.outdir) / "index.html"
@@ -240,10 +240,15 @@ def write_root_redirect(app: Sphinx, exception) -> None:
 
 
 def setup(app: Sphinx) -> dict:
-    app.connect("config-inited", config_inited, priority=400)  # 先于 sphinx-togglebutton 读提示文字
+    app.add_config_value("book_pdf_on_site", "book.pdf", "env", types=[str])
+    app.add_role("book-pdf", book_pdf_role)
+    # pydata-sphinx-theme 在 builder-inited 时把它的 Bootstrap 混入类套在这里登记的写出器上
+    app.set_translator("html", CitationListTranslator)
+    app.connect("config-inited", absolute_search_dict)
     app.connect("html-page-context", offer_notebook_download, priority=500)
-    app.connect("html-page-context", offer_book_pdf, priority=502)
+    app.connect("html-page-context", chinese_download_menu, priority=502)
+    app.connect("html-page-context", search_snippets_from_article)
     app.connect("html-page-context", dedupe_assets, priority=900)
     app.connect("build-finished", copy_mathjax)
     app.connect("build-finished", write_root_redirect, priority=400)  # 先于 sphinx-external-toc（500）
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return {"version": "2.0", "parallel_read_safe": True, "parallel_write_safe": True}
