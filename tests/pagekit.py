@@ -22,11 +22,12 @@ class Page:
     figure_ids: list[str] = field(default_factory=list)
     pasted: list[str] = field(default_factory=list)
     math: list[str] = field(default_factory=list)
+    captions: list[str] = field(default_factory=list)  # 图注、表题的编号（“图 2.1”“表 A.1”），按出现顺序
     chunks: list[str] = field(default_factory=list)  # <article> 里的文字节点，按出现顺序
 
 
 class ArticleParser(HTMLParser):
-    """收集 <article> 里的文字、链接、图片、图的 id、glue 填入的文字和公式源码。"""
+    """收集 <article> 里的文字、链接、图片、图的 id、glue 填入的文字、公式源码和图表编号。"""
 
     def __init__(self, page: Page):
         super().__init__()
@@ -63,6 +64,8 @@ class ArticleParser(HTMLParser):
                 self.capture, self.capture_kind = [], "pasted"
             elif "math" in classes:
                 self.capture, self.capture_kind = [], "math"
+            elif "caption-number" in classes:
+                self.capture, self.capture_kind = [], "caption"
 
     def handle_endtag(self, tag):
         if not self.depth:
@@ -76,7 +79,8 @@ class ArticleParser(HTMLParser):
             self.capture_depth -= 1
         elif tag in ("span", "div") and self.capture is not None:
             value = "".join(self.capture).strip()
-            (self.page.pasted if self.capture_kind == "pasted" else self.page.math).append(value)
+            {"pasted": self.page.pasted, "math": self.page.math,
+             "caption": self.page.captions}[self.capture_kind].append(value)
             self.capture = None
         if tag == "article":
             self.depth -= 1
@@ -144,3 +148,69 @@ def self_check(page: Page) -> list[tuple[str, str]]:
     assert len(pairs) == section.count("<li>") == section.count("admonition-title"), \
         f"{page.path.name}：“想一想”里的问题和折叠的答案没有一一对应"
     return [(plain(q), plain(a)) for q, a in pairs]
+
+
+# ---- 界面文字（正文之外）-------------------------------------------------------------------------
+
+UI_ATTRIBUTES = ("title", "aria-label", "placeholder", "alt", "data-bs-title", "value")
+LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+
+
+class InterfaceParser(HTMLParser):
+    """收集一页里读者看得到的界面文字：<article> 之外的文字，以及各处的提示类属性（title、aria-label……）。"""
+
+    def __init__(self):
+        super().__init__()
+        self.depth = 0  # 在 <article> 里
+        self.skip = 0   # 在 <script>/<style> 里
+        self.strings: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "article":
+            self.depth += 1
+        if tag in ("script", "style"):
+            self.skip += 1
+        a = dict(attrs)
+        if self.depth and not (tag == "button" or "headerlink" in (a.get("class") or "").split()):
+            return  # 正文里只有按钮和标题锚点的提示是界面；图的 alt、引文链接的 title 是内容
+        self.strings += [a[k] for k in UI_ATTRIBUTES if a.get(k) and not (tag == "input" and k == "value")]
+
+    def handle_endtag(self, tag):
+        if tag == "article":
+            self.depth -= 1
+        if tag in ("script", "style"):
+            self.skip -= 1
+
+    def handle_data(self, data):
+        if not self.depth and not self.skip and data.strip():
+            self.strings.append(data.strip())
+
+
+def interface_strings(path: Path) -> list[str]:
+    parser = InterfaceParser()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser.strings
+
+
+def allowed_latin_words(repo: Path, docnames: list[str], title: str) -> set[str]:
+    """界面上允许出现的拉丁字母词：书名与作者（title 传二者）、各页标题与小节标题里的词（目录、页首、上一页/下一页会显示它们），
+    以及几个不是英文句子的记号：文件类型（.md、.ipynb）、PDF、快捷键 Ctrl+K、JavaScript（浏览器功能名）。"""
+    words = set(LATIN_WORD.findall(title)) | {"md", "ipynb", "PDF", "Ctrl", "K", "JavaScript"}
+    for doc in docnames:
+        for line in (repo / f"{doc}.md").read_text(encoding="utf-8").splitlines():
+            if re.match(r"#{1,6} ", line):
+                words |= set(LATIN_WORD.findall(re.sub(r"\$[^$]*\$", "", line)))
+    return words
+
+
+def english_words(strings: list[str], allowed: set[str]) -> dict[str, list[str]]:
+    """{不在 allowed 里的拉丁字母词: 含它的界面文字（最多 3 条）}。公式（\\( … \\)）不算。"""
+    found: dict[str, list[str]] = {}
+    for string in strings:
+        plain = re.sub(r"\\\(.*?\\\)|\\\[.*?\\\]", "", string)
+        for word in LATIN_WORD.findall(plain):
+            if word not in allowed:
+                found.setdefault(word, [])
+                if len(found[word]) < 3 and string not in found[word]:
+                    found[word].append(string[:80])
+    return found

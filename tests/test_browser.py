@@ -7,7 +7,8 @@
 另外检查：作业页的答案折叠块点开才显示；搜索页用中文搜得到对应的页面。
 每页在浅色、深色模式下各存一张整页截图到 _build/screenshots/，供人查看。
 
-Chromium 来自 Debian（tools/system_deps.sh install browser）；绝不运行 `playwright install`。
+Chromium 来自 Debian（tools/system_deps.sh install browser），按 PATH 查找；绝不运行 `playwright install`。
+无障碍检查用 axe-core（PyPI 包 axe-playwright-python 自带，离线），逐页、浅色与深色各一遍。
 """
 
 from __future__ import annotations
@@ -15,18 +16,21 @@ from __future__ import annotations
 import functools
 import http.server
 import re
+import shutil
 import threading
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import pytest
+import yaml
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from conftest import toc_docnames
+from conftest import REPO, toc_docnames
+from pagekit import allowed_latin_words, english_words, load_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--no-first-run", "--disable-quic", "--disable-sync",
@@ -57,12 +61,12 @@ def site(built_book):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM.exists():
-        pytest.fail(f"没有 {CHROMIUM}：请先运行 tools/system_deps.sh install browser（Debian 包 chromium）")
+    if not CHROMIUM:
+        pytest.fail("PATH 里没有 chromium：请先运行 tools/system_deps.sh install browser（Debian 包 chromium）")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
 
@@ -198,6 +202,37 @@ CHECK_DARK = r"""() => {
 }"""
 
 
+# 读者看得到的界面文字（脚本运行之后）：正文之外的文字，各处的提示属性；正文里只算按钮和标题锚点
+INTERFACE_STRINGS = r"""() => {
+  const article = document.querySelector('article.bd-article');
+  const attrs = ['title', 'aria-label', 'placeholder', 'alt', 'data-tooltip', 'data-bs-original-title', 'data-bs-title'];
+  const out = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    if (article && article.contains(el) && !el.closest('button, .headerlink')) continue;
+    for (const a of attrs) { const v = el.getAttribute(a); if (v && v.trim()) out.push(v.trim()); }
+  }
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n; (n = walker.nextNode());) {
+    const p = n.parentElement;
+    if (!p || p.closest('script, style')) continue;
+    if (article && article.contains(p) && !p.closest('button')) continue;
+    if (n.textContent.trim()) out.push(n.textContent.trim());
+  }
+  return out;
+}"""
+
+
+@functools.cache
+def allowed_words() -> frozenset[str]:
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    return frozenset(allowed_latin_words(REPO, toc_docnames(), f"{config['title']} {config['author']}"))
+
+
+def english_interface(page) -> list[str]:
+    found = english_words(page.evaluate(INTERFACE_STRINGS), set(allowed_words()))
+    return [f"界面上的英文词 “{word}”：{where}" for word, where in found.items()]
+
+
 # ---- 逐页检查 -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("docname", toc_docnames())
@@ -210,6 +245,7 @@ def test_page_in_light_mode(browser, site, screenshots, docname):
         if math == "no-mathjax":
             visit.problems.append("页面有公式，但 MathJax 没有加载")
         visit.problems += page.evaluate(CHECK_PAGE)
+        visit.problems += english_interface(page)
         page.wait_for_load_state("networkidle")
         page.screenshot(path=str(screenshots / shot_name(docname)), full_page=True)
     finally:
@@ -225,6 +261,7 @@ def test_page_in_dark_mode(browser, site, screenshots, docname):
         page.evaluate(WAIT_FOR_IMAGES)
         page.evaluate(WAIT_FOR_MATH)
         visit.problems += page.evaluate(CHECK_DARK)
+        visit.problems += english_interface(page)
         page.screenshot(path=str(screenshots / shot_name(docname, "-dark")), full_page=True)
     finally:
         visit.close()
@@ -255,7 +292,8 @@ def test_homework_solutions_open_on_click(browser, site, screenshots):
     ("因果遮蔽", "book/s3_causal_mask.html"),
     ("多头注意力", "book/s4_multi_head.html"),
 ])
-def test_search_page_finds_chinese_terms(browser, site, screenshots, query, expected):
+def test_search_page_finds_chinese_terms(browser, site, screenshots, built_book, query, expected):
+    """搜索页用中文搜得到讲这个词的页面；每条结果的摘要都是那一页正文里的一段。"""
     visit = Visit(browser, site, f"search.html?q={quote(query)}")
     try:
         page = visit.page
@@ -271,12 +309,40 @@ def test_search_page_finds_chinese_terms(browser, site, screenshots, query, expe
             timeout=15000)
         hrefs = page.eval_on_selector_all("#search-results ul.search li a",
                                           "els => els.map(a => a.getAttribute('href'))")
+        # 每条结果的摘要（p.context）由 searchtools.js 取回那一页之后再补上
+        page.wait_for_function("() => [...document.querySelectorAll('#search-results ul.search li')]"
+                               ".every(li => li.querySelector('p.context'))", timeout=15000)
+        snippets = page.eval_on_selector_all(
+            "#search-results ul.search li",
+            "lis => lis.map(li => [li.querySelector('a').getAttribute('href'), li.querySelector('p.context').textContent])")
         page.screenshot(path=str(screenshots / f"search-{expected.split('/')[-1][:-5]}.png"))
     finally:
         visit.close()
     assert any(h.split("?")[0].split("#")[0] == expected for h in hrefs), \
         f"搜索“{query}”没有找到 {expected}，结果: {hrefs}"
     assert not visit.problems, "\n".join(visit.problems)
+    for href, snippet in snippets:
+        assert_snippet_is_page_text(built_book.html / href.split("?")[0].split("#")[0], snippet)
+
+
+def squash(text: str) -> str:
+    """去掉空白和 “#”（Sphinx 取摘要前删掉标题旁的 # 锚点，正文读法里还留着它）。"""
+    return re.sub(r"[\s#]+", "", text)
+
+
+def assert_snippet_is_page_text(path: Path, snippet: str):
+    """搜索结果的摘要是那一页正文（<article>）里连续的一段，而不是以页首按钮、打印目录开头（“.pdf 因果遮蔽 目录 …”）。"""
+    body = squash(snippet.strip().removeprefix("...").removesuffix("..."))
+    assert body, f"{path.name} 的搜索摘要是空的"
+    assert body in squash(load_path(path).text), f"{path.name} 的搜索摘要不是正文里的一段：{snippet[:120]!r}"
+
+
+def test_snippet_check_rejects_header_chrome(built_book):
+    """上面的摘要检查确实会失败：以主题页首按钮与打印目录开头的摘要（改之前的样子）不是正文。"""
+    page = built_book.html / "book" / "s3_causal_mask.html"
+    start = load_path(page).text.strip()[:60]
+    with pytest.raises(AssertionError):
+        assert_snippet_is_page_text(page, f".md .pdf 因果遮蔽 目录 {start}")
 
 
 def test_search_box_placeholder_is_chinese_in_browser(browser, site):
@@ -287,3 +353,40 @@ def test_search_box_placeholder_is_chinese_in_browser(browser, site):
     finally:
         visit.close()
     assert placeholders and all(re.search(r"[\u4e00-\u9fff]", p or "") for p in placeholders), placeholders
+
+
+# ---- 无障碍（axe-core）--------------------------------------------------------------------------
+
+BLOCKING = ("serious", "critical")
+# 已经修好、不许再出现的：正文之外的内容不在任何地标里（主题的书名链接，见 book/_ext/templates/navbar-logo.html）
+PINNED_RULES = ("region",)
+
+
+def axe_violations(page) -> list[str]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page).response
+    return [f"[{v['impact']}] {v['id']}（{len(v['nodes'])} 处）: {v['help']} — 例如 {v['nodes'][0]['html'][:160]}"
+            for v in results["violations"] if v["impact"] in BLOCKING or v["id"] in PINNED_RULES]
+
+
+@pytest.mark.parametrize("color_scheme", ["light", "dark"])
+def test_axe_finds_no_serious_or_critical_violations(browser, site, built_book, color_scheme):
+    """网站的每一页（目录里的页面、搜索页、索引页、根目录跳转后的首页）在 axe-core 下：0 个 serious、0 个 critical，
+    也没有 region（内容在地标之外）。axe-core 随 axe-playwright-python 一起装好，离线运行。"""
+    html = built_book.html
+    pages = sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html")
+                   if "_static" not in p.parts and "reports" not in p.parts)
+    assert len(pages) >= len(toc_docnames()), pages
+    found = {}
+    for path in pages:
+        visit = Visit(browser, site, quote(path), color_scheme=color_scheme)
+        try:
+            visit.page.evaluate(WAIT_FOR_MATH)
+            violations = axe_violations(visit.page)
+        finally:
+            visit.close()
+        if violations:
+            found[path] = violations
+    assert not found, f"axe-core（{color_scheme}）:\n" + "\n".join(
+        f"{path}:\n  " + "\n  ".join(v) for path, v in found.items())

@@ -11,9 +11,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import yaml
 
-from conftest import REPO, toc_docnames
-from pagekit import load_path
+from conftest import REPO, build_book, toc_docnames
+from pagekit import allowed_latin_words, english_words, interface_strings, load, load_path
 
 pytestmark = pytest.mark.book
 
@@ -135,20 +136,26 @@ def test_search_box_placeholder_is_chinese(html, pages):
     assert not wrong, f"这些页面的搜索框提示不是中文: {wrong}"
 
 
-# 主题和扩展默认留下的英文界面文字（book/_ext/book_site.py 把它们换成了中文）
-ENGLISH_UI = ["Click to show", "Click to hide", "Color mode", "System Settings",
-              "Toggle primary sidebar", "Toggle secondary sidebar", 'aria-label="Main"',
-              "© Copyright", "Search this book", "Print to PDF", 'title="Link to this']
+def test_interface_has_no_english_words(html, pages):
+    """正文之外读者看得到的文字和提示（title、aria-label、placeholder、alt……）里没有英文词。
+
+    允许的只有书名、作者、各页标题与小节标题里的词（目录和页首会显示它们），以及文件类型、PDF、Ctrl+K 这类记号
+    （pagekit.allowed_latin_words）。主题默认的 “.pdf” 打印项、aria-label="Page"、“Click to show” 都会被抓到。
+    """
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    allowed = allowed_latin_words(REPO, toc_docnames(), f"{config['title']} {config['author']}")
+    found = {str(p.relative_to(html)): english_words(interface_strings(p), allowed) for p in pages}
+    found = {k: v for k, v in found.items() if v}
+    assert not found, f"这些页面还有英文界面文字（词: 出处）: {found}"
 
 
-def test_interface_strings_are_chinese(html, pages):
-    found = {}
-    for page in pages:
-        text = page.read_text(encoding="utf-8")
-        hits = [s for s in ENGLISH_UI if s in text]
-        if hits:
-            found[str(page.relative_to(html))] = hits
-    assert not found, f"这些页面还有英文界面文字: {found}"
+def test_english_word_check_catches_the_theme_defaults():
+    """上面的检查对主题的英文默认值确实会失败（防止允许的词表把它们放过去）。"""
+    allowed = allowed_latin_words(REPO, toc_docnames(), "Attention 机制与 Transformer Block")
+    theme_defaults = [".pdf", "Page", "Click to show", "Print to PDF", "Search this book...", "Color mode",
+                      "Link to this heading", "Toggle primary sidebar"]
+    assert set(english_words(theme_defaults, allowed)) >= {"pdf", "Page", "Click", "Print", "Search", "Color",
+                                                            "Link", "Toggle"}
 
 
 def test_root_index_redirects_to_the_book(html):
@@ -185,13 +192,50 @@ def test_page_offers_md_and_ipynb_downloads(html, docname):
 
 
 def test_download_menu_links_the_whole_book_pdf(html, pages):
-    """每页的下载菜单都指向 make pdf 放到网站根目录的那一份 PDF（文件名与 tools/build_book.py 一致）。"""
-    on_site = re.search(r'^PDF_ON_SITE = "([^"]+)"', (REPO / "tools" / "build_book.py").read_text(
-        encoding="utf-8"), re.M).group(1)
+    """每页的下载菜单都指向 make pdf 放到网站根目录的那一份 PDF（文件名取自 _config.yml 的 book_pdf_on_site）。"""
+    on_site = build_book.pdf_on_site(REPO)
     for page in (html / "book").glob("*.html"):
         links = re.findall(r'href="([^"]*)"[^>]*download-book-pdf-button', page.read_text(encoding="utf-8"))
         assert links, f"{page.name}: 下载菜单里没有整本书的 PDF"
         assert (page.parent / links[0]).resolve() == (html / on_site).resolve(), links
+
+
+def book_appendices() -> dict[str, str]:
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    return config["sphinx"]["config"]["book_appendices"]
+
+
+@pytest.mark.parametrize("docname, letter", sorted(book_appendices().items()))
+def test_appendix_figures_and_tables_are_numbered_with_its_letter(built_book, docname, letter):
+    """附录页的图注、表题编号为 “图 A.1”“图 A.2”……“表 A.1”，各自从 1 连续编号，图的个数与页面上的图一致；
+    正文里对它们的 {numref} 引用也是这个编号。"""
+    page = load(built_book, docname.removeprefix("book/"))
+    assert page.captions, f"{docname} 上没有图注或表题"
+    for kind in ("图", "表"):
+        numbers = [c for c in page.captions if c.startswith(kind)]
+        assert numbers == [f"{kind} {letter}.{i}" for i in range(1, len(numbers) + 1)], page.captions
+    assert len([c for c in page.captions if c.startswith("图")]) == len(page.figure_ids), page.captions
+    referenced = set(re.findall(rf"[图表] {letter}\.\d+", page.text)) - set(page.captions)
+    assert not referenced, f"正文引用了不存在的编号：{referenced}"
+    assert page.text.count(f"图 {letter}.1") >= 2, "正文没有按 “图 A.1” 引用第一张图（只有图注本身）"
+
+
+def test_only_appendices_carry_letter_numbers(built_book):
+    """编号的章（s1–s6）的图表按章编号（“图 2.1”），其他页面都不带附录字母。"""
+    appendices = book_appendices()
+    for docname in toc_docnames():
+        if docname in appendices:
+            continue
+        captions = load(built_book, docname.removeprefix("book/")).captions
+        lettered = [c for c in captions if re.match(r"[图表] [A-Z]\.", c)]
+        assert not lettered, f"{docname} 不是附录，却有 {lettered}"
+
+
+def test_index_links_the_whole_book_pdf(html):
+    """首页正文里的 “下载 PDF 版” 链接（{book-pdf} 角色）指向网站根目录上的那一份 PDF。"""
+    page = load_path(html / "book" / "index.html")
+    links = [h for h in page.hrefs if h.endswith(".pdf")]
+    assert links == [f"../{build_book.pdf_on_site(REPO)}"], links
 
 
 # ---- 中文检索 --------------------------------------------------------------------------------

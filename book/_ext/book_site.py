@@ -23,9 +23,11 @@
    末尾加一项指向整本书 PDF 的链接：文件名取自配置 ``book_pdf_on_site``（_config.yml 里唯一的出处，
    tools/build_book.py 按它复制 PDF）。只是链接，打开页面时不会请求它。首页正文里的下载链接用本扩展的
    角色 ``{book-pdf}`下载 PDF 版```，同样读这个配置。
-6. **搜索结果的摘要从正文开始。** Sphinx 7.4 的 searchtools.js 取页面里 ``[role="main"]`` 的全部文字做摘要，
+6. **搜索结果的摘要从正文开始；折叠按钮的标签是中文。** Sphinx 7.4 的 searchtools.js 取页面里 ``[role="main"]`` 的全部文字做摘要，
    主题在那里面还放了页首按钮、打印用的标题与目录、右侧的本页目录，摘要于是以 “.pdf 因果遮蔽 目录 …”
    开头。搜索页上加一小段脚本（``search_snippets.js``），让它只从 ``<article>`` 里取文字。
+   同样写死在 JS 里的还有 sphinx-togglebutton 折叠按钮的 aria-label（“Toggle hidden content”）：
+   每页加一小段脚本（``toggle_label.js``）把它换成中文。
 7. **参考文献表的无障碍角色。** docutils 0.21 把引文排成 ``role="list"`` 的 div，里面的每条却是
    ``role="doc-biblioentry"``（ARIA 1.2 已废弃，也不算列表项），axe 报 critical 的
    aria-required-children。这是 HTML 写出器的代码，配置改不了：这里给 HTML 构建器换一个只改这两个
@@ -183,13 +185,15 @@ def book_pdf_role(name, rawtext, text, lineno, inliner, options=None, content=No
 # ---- 6. 搜索结果的摘要 ----------------------------------------------------------------------
 
 SEARCH_SNIPPETS_JS = HERE / "search_snippets.js"
+TOGGLE_LABEL_JS = HERE / "toggle_label.js"
 
 
-def search_snippets_from_article(app: Sphinx, pagename: str, templatename: str, context: dict,
-                                 doctree) -> None:
-    """只在搜索页上加摘要脚本（Sphinx 的 searchtools.js 没有“从哪个元素取摘要”的配置）。"""
+def page_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """搜索页：摘要只取正文（Sphinx 的 searchtools.js 没有“从哪个元素取摘要”的配置）。
+    每一页：折叠按钮的 aria-label 换成中文（sphinx-togglebutton 把它写死在 JS 里）。"""
     if pagename == "search":
         app.add_js_file(None, body=SEARCH_SNIPPETS_JS.read_text(encoding="utf-8"))
+    app.add_js_file(None, body=TOGGLE_LABEL_JS.read_text(encoding="utf-8"))
 
 
 # ---- 7. 参考文献表的无障碍角色 ----------------------------------------------------------------
@@ -247,7 +251,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", absolute_search_dict)
     app.connect("html-page-context", offer_notebook_download, priority=500)
     app.connect("html-page-context", chinese_download_menu, priority=502)
-    app.connect("html-page-context", search_snippets_from_article)
+    app.connect("html-page-context", page_scripts)
     app.connect("html-page-context", dedupe_assets, priority=900)
     app.connect("build-finished", copy_mathjax)
     app.connect("build-finished", write_root_redirect, priority=400)  # 先于 sphinx-external-toc（500）
