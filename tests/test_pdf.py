@@ -22,11 +22,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, BuildResult, run_build, toc_docnames
+from conftest import REPO, BuildResult, build_book, run_build, toc_docnames
+from pagekit import load_path
 
 pytestmark = [pytest.mark.book, pytest.mark.pdf]  # 要构建整本书（HTML 与 PDF）
 
-PDF_ON_SITE = "attention-transformer-block.pdf"
+PDF_ON_SITE = build_book.pdf_on_site(REPO)  # _config.yml 的 book_pdf_on_site
 # 书里几个由代码算出、正文反复引用的数字（种子 42，见 shared/NOTES.md “The source's own numbers”）：
 # 它们必须出现在 PDF 里。其余执行页面的数字从同一次构建的 HTML 输出里取（见 test_every_executed_page…）。
 KEY_NUMBERS = {
@@ -262,11 +263,42 @@ def test_chinese_chrome_not_english(pdf, text):
     assert len(headed) >= 2, "第 1 章除了首页，其余页的页眉应以 “第 1 章 …” 开头"
 
 
-def test_figure_captions_are_numbered_in_chinese(tex, text):
-    captions = re.findall(r"\\caption\{", tex)
-    assert captions, "书里的图都该有图注，LaTeX 里却一个 \\caption 都没找到"
-    numbered = re.findall(r"图\d+(?:\.\d+)?", text)
-    assert len(set(numbered)) >= len(captions), f"{len(captions)} 个图注，PDF 里只找到 {sorted(set(numbered))}"
+def site_captions(built_pdf) -> dict[str, list[str]]:
+    """网站上每页的图注、表题编号（“图 2.1”“表 A.1”），由 pagekit 从同一次构建的 HTML 读出。"""
+    html = built_pdf.root / "_build" / "html"
+    return {d: [c for c in load_path(html / f"{d}.html").captions if c[:1] in "图表"] for d in toc_docnames()}
+
+
+# 在 pdftotext 的原文上找（不先去空白：否则 “图 A.4” 会和紧跟着的坐标刻度 “10 20” 连成一个数）
+CAPTION_NUMBER = re.compile(r"([图表])\s*((?:[A-Z]|\d+)(?:\.\d+)?)(?![\d.])")
+
+
+def test_figures_and_tables_are_numbered_as_on_the_site(built_pdf, pdf):
+    """PDF 里的“图 N”“表 N”编号与网站一致：网站上的每个编号 PDF 里都有，PDF 里也没有网站上没有的编号
+    （LaTeX 自己编号，书的结构由 book_pdf.sty 与 book_appendix 调成和网站一样）。"""
+    on_site = {squash(c) for captions in site_captions(built_pdf).values() for c in captions}
+    assert on_site, "网站上一个图注都没有"
+    in_pdf = {kind + number for kind, number in CAPTION_NUMBER.findall(_pdftotext(pdf))}
+    assert on_site - in_pdf == set(), f"PDF 里缺这些编号：{sorted(on_site - in_pdf)}"
+    assert in_pdf - on_site == set(), f"PDF 里有网站上没有的编号：{sorted(in_pdf - on_site)}"
+
+
+def test_appendix_figures_carry_the_appendix_letter(built_pdf, pdf, tex):
+    """附录的图、表在 PDF 里编号为 “图 A.1”“表 A.1”……，而且就印在附录那一章的页面上
+    （那一页的页眉或章标题是附录的标题）。"""
+    appendices = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"][
+        "book_appendices"]
+    pages = [squash(p) for p in page_texts(pdf)]
+    for docname, letter in appendices.items():
+        assert f"\\bookappendix{{{letter}}}" in tex, f"book.tex 里没有附录 {docname} 的 \\bookappendix"
+        captions = site_captions(built_pdf)[docname]
+        assert captions and all(re.fullmatch(rf"[图表] {letter}\.\d+", c) for c in captions), captions
+        title = squash(page_title(docname))
+        for caption in captions:
+            where = [i + 1 for i, page in enumerate(pages) if squash(caption) in page]
+            assert where, f"PDF 里没有 {caption}"
+            assert all(title in pages[i - 1] for i in where), (
+                f"{caption} 印在第 {where} 页，其中有的页不属于附录“{page_title(docname)}”")
 
 
 # ---------------------------------------------------------------- 每一页、每一个数、每一张图
@@ -277,12 +309,14 @@ def test_every_page_title_is_in_the_pdf(docname, text):
 
 
 @pytest.mark.parametrize("docname", sorted(KEY_NUMBERS))
-def test_key_numbers_are_in_the_pdf(docname, text):
+def test_key_numbers_are_in_the_pdf(docname, text, tex):
+    """这个数印在 PDF 里，而且就在它那一页的那一章里（book.tex 按页面切开后，在那一页的部分里）。"""
     assert KEY_NUMBERS[docname] in text, f"PDF 里没有 {docname} 算出的 {KEY_NUMBERS[docname]}"
+    assert KEY_NUMBERS[docname] in tex_by_doc(tex)[docname], f"{KEY_NUMBERS[docname]} 不在 PDF 的 {docname} 一章里"
 
 
 @pytest.mark.parametrize("docname", [d for d in toc_docnames() if is_notebook_page(d)])
-def test_every_executed_page_shows_its_numbers(docname, built_pdf, text):
+def test_every_executed_page_shows_its_numbers(docname, built_pdf, text, tex):
     """同一次构建的 HTML 里，这页代码输出（和 glue 进正文）的小数，PDF 里都要有。"""
     facts = html_facts(built_pdf.root / "_build" / "html", docname)
     numbers = sorted(set(NUMBER.findall(" ".join(facts.outputs))))
@@ -293,6 +327,10 @@ def test_every_executed_page_shows_its_numbers(docname, built_pdf, text):
     unwrapped = text.replace("␣", "").replace(",→", "")
     missing = [n for n in numbers if n not in unwrapped]
     assert not missing, f"{docname}：HTML 输出里的这些数 PDF 里没有：{missing[:20]}（共 {len(numbers)} 个）"
+    # 而且在这一页自己的那一章里（不是碰巧在别的章出现）：book.tex 里这一页的部分
+    chapter = tex_by_doc(tex)[docname]
+    elsewhere = [n for n in numbers if n.lstrip("-") not in chapter]
+    assert not elsewhere, f"{docname}：这些数不在 PDF 的这一章里：{elsewhere[:20]}"
 
 
 @pytest.mark.parametrize("docname", toc_docnames())
@@ -457,5 +495,5 @@ def test_pdf_is_offered_on_the_website(built_pdf, pdf):
     copy = html / PDF_ON_SITE
     assert copy.is_file(), f"PDF 没有复制到网站目录 {copy}"
     assert copy.read_bytes() == pdf.read_bytes(), "网站上的 PDF 不是最新构建的那一份"
-    index = (html / "book" / "index.html").read_text(encoding="utf-8")
-    assert f'href="../{PDF_ON_SITE}"' in index, "首页没有“下载 PDF”的链接"
+    links = [h for h in load_path(html / "book" / "index.html").hrefs if h.endswith(".pdf")]
+    assert links == [f"../{PDF_ON_SITE}"], f"首页正文里的“下载 PDF”链接不对：{links}"

@@ -1,9 +1,13 @@
-"""网站配置的快速检查（不构建书）：中文检索词典的路径与分词、本地扩展的配置处理。"""
+"""网站配置的快速检查（不构建书）：设置在 _config.yml 里、界面译文在 .po 里、PDF 文件名只有一个出处、
+中文检索词典的路径与分词、本地扩展的配置处理（附录编号）。"""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import logging
+import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -14,12 +18,136 @@ from conftest import REPO
 SEARCH_DICT = REPO / "book" / "search_dict.txt"
 
 
-@pytest.fixture(scope="module")
-def book_site():
-    spec = importlib.util.spec_from_file_location("book_site", REPO / "book" / "_ext" / "book_site.py")
+CONFIG = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+SPHINX_CONFIG = CONFIG["sphinx"]["config"]
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def load_extension(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "book" / "_ext" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def book_site():
+    return load_extension("book_site")
+
+
+# ---- 设置在配置里，而不是在扩展的代码里 ------------------------------------------------------------
+
+def test_site_settings_live_in_config():
+    """主题选项、html_context、搜索框与折叠提示都写在 _config.yml；字典要并入 Jupyter Book 生成的同名字典
+    （recursive_update），否则 Jupyter Book 的其他主题选项会丢。"""
+    assert CONFIG["sphinx"]["recursive_update"] is True
+    assert CJK.search(SPHINX_CONFIG["html_theme_options"]["search_bar_text"])
+    assert SPHINX_CONFIG["html_theme_options"]["navbar_persistent"] == []
+    assert SPHINX_CONFIG["html_context"]["default_mode"] == "auto"
+    assert CJK.search(SPHINX_CONFIG["togglebutton_hint"]) and CJK.search(SPHINX_CONFIG["togglebutton_hint_hide"])
+    assert (REPO / SPHINX_CONFIG["templates_path"][0]).is_dir()
+
+
+def test_extensions_do_not_patch_sphinx_internals_or_config():
+    """扩展不再改 Sphinx 私有的翻译目录，也不在代码里改这些配置项。"""
+    forbidden = {"sphinx.locale", "translators", "_catalog", "html_theme_options", "html_context",
+                 "togglebutton_hint", "togglebutton_hint_hide", "templates_path"}
+    for path in (REPO / "book" / "_ext").glob("*.py"):
+        used = code_names(path)
+        assert not used & forbidden, f"{path.name} 的代码里还有 {used & forbidden}：它该在 _config.yml 或 locale/ 里"
+
+
+def code_names(path: Path) -> set[str]:
+    """一个模块的代码用到的名字：导入的模块、变量名、属性名、作下标或参数的字符串（不含文档字符串和注释）。"""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.alias):
+            names.add(node.name)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            names.add(node.value)
+    return names
+
+
+def test_code_names_sees_code_but_not_prose(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text('"""改 html_context。"""\nfrom sphinx.locale import translators\n'
+                      'def f(config):\n    """html_theme_options"""\n    config.html_context["x"] = 1  # templates_path\n',
+                      encoding="utf-8")
+    names = code_names(module)
+    assert {"sphinx.locale", "translators", "html_context"} <= names
+    assert "html_theme_options" not in names and "templates_path" not in names
+
+
+def read_po(path):
+    from babel.messages.pofile import read_po as babel_read_po
+
+    with open(path, "rb") as handle:
+        return babel_read_po(handle)
+
+
+def test_interface_translations_are_a_complete_po_catalog():
+    """locale/zh_CN/LC_MESSAGES/sphinx.po：每条都有中文译文、没有 fuzzy，而且每条原文都是 Sphinx 或
+    pydata-sphinx-theme 界面上真有的字符串（不是对不上号、永远不起作用的条目）。"""
+    import pydata_sphinx_theme
+    import sphinx
+
+    assert SPHINX_CONFIG["locale_dirs"] == ["locale"]
+    catalog = read_po(REPO / "locale" / "zh_CN" / "LC_MESSAGES" / "sphinx.po")
+    entries = [m for m in catalog if m.id]
+    assert len(entries) >= 10, [m.id for m in entries]
+    known = set()
+    for pot in (Path(sphinx.__file__).parent / "locale" / "sphinx.pot",
+                Path(pydata_sphinx_theme.__file__).parent / "locale" / "sphinx.pot"):
+        known |= {m.id for m in read_po(pot) if m.id}
+    for message in entries:
+        assert CJK.search(message.string or ""), f"没有中文译文：{message.id!r}"
+        assert not message.fuzzy, f"fuzzy 条目不会被使用：{message.id!r}"
+        assert message.id in known, f"Sphinx 与主题的界面上没有这句原文：{message.id!r}"
+
+
+def test_pdf_file_name_has_one_source():
+    """整本书 PDF 的文件名只写在 _config.yml 里；构建脚本、扩展、页面和测试都读它，不另写一遍。"""
+    name = SPHINX_CONFIG["book_pdf_on_site"]
+    assert name.endswith(".pdf")
+    spelled = [str(p.relative_to(REPO)) for folder in ("book", "tools", "tests", "src")
+               for p in (REPO / folder).rglob("*")
+               if p.is_file() and p.suffix in (".py", ".md", ".js", ".html", ".sty", ".yml", ".ipynb")
+               and name in p.read_text(encoding="utf-8", errors="replace")]
+    assert not spelled, f"这些文件里另写了一遍 {name}：{spelled}"
+    from conftest import build_book
+
+    assert build_book.pdf_on_site(REPO) == name
+
+
+# ---- 附录编号（book_appendix）---------------------------------------------------------------
+
+def test_appendix_numbering_uses_its_letter_and_keeps_other_pages_consecutive():
+    """Sphinx 给不编号的页面连续编号（图 1、2、3…）；附录页改为 A.1、A.2，排在它后面的不编号页面接着前面的编号，
+    编号的章（(2, 1) 这样两层的编号）不动。"""
+    book_appendix = load_extension("book_appendix")
+    env = SimpleNamespace(toc_fignumbers={
+        "book/intro": {"figure": {"f-intro": (1,)}},
+        "book/s2": {"figure": {"f-a": (2, 1), "f-b": (2, 2)}, "table": {"t-a": (2, 1)}},
+        "book/appendix": {"figure": {"f-y": (3,), "f-x": (2,)}, "table": {"t-x": (1,)}},
+        "book/homework": {"figure": {"f-hw": (4,)}, "table": {"t-hw": (2,)}},
+    })
+    app = SimpleNamespace(config=SimpleNamespace(book_appendices={"book/appendix": "A"}))
+    changed = book_appendix.number_appendix_figures(app, env)
+    numbers = env.toc_fignumbers
+    assert numbers["book/appendix"] == {"figure": {"f-x": ("A", 1), "f-y": ("A", 2)}, "table": {"t-x": ("A", 1)}}
+    assert numbers["book/homework"] == {"figure": {"f-hw": (2,)}, "table": {"t-hw": (1,)}}
+    assert numbers["book/s2"] == {"figure": {"f-a": (2, 1), "f-b": (2, 2)}, "table": {"t-a": (2, 1)}}
+    assert numbers["book/intro"] == {"figure": {"f-intro": (1,)}}
+    assert "book/appendix" in changed and "book/homework" in changed
+    assert ".".join(map(str, numbers["book/appendix"]["figure"]["f-x"])) == "A.1"  # Sphinx 写出编号的方式
 
 
 def test_config_points_the_search_dictionary_at_the_repo_file():
@@ -35,7 +163,7 @@ def test_search_dictionary_path_does_not_depend_on_the_working_directory(book_si
     monkeypatch.chdir(tmp_path)  # 构建可能从任何目录启动
     app = SimpleNamespace(confdir=str(REPO))
     config = SimpleNamespace(html_search_options={"dict": "book/search_dict.txt"})
-    book_site._absolute_search_dict(app, config)
+    book_site.absolute_search_dict(app, config)
     assert config.html_search_options["dict"] == str(SEARCH_DICT.resolve())
 
 
@@ -43,7 +171,7 @@ def test_missing_search_dictionary_is_reported(book_site, tmp_path, caplog):
     app = SimpleNamespace(confdir=str(tmp_path))
     config = SimpleNamespace(html_search_options={"dict": "nope.txt"})
     with caplog.at_level(logging.WARNING):
-        book_site._absolute_search_dict(app, config)
+        book_site.absolute_search_dict(app, config)
     assert "中文检索词典不存在" in caplog.text
 
 
