@@ -24,6 +24,8 @@ class Page:
     math: list[str] = field(default_factory=list)
     captions: list[str] = field(default_factory=list)  # 图注、表题的编号（“图 2.1”“表 A.1”），按出现顺序
     chunks: list[str] = field(default_factory=list)  # <article> 里的文字节点，按出现顺序
+    outputs: list[str] = field(default_factory=list)  # 代码单元输出（div.cell_output）和 glue 进正文的文字节点
+    solutions: dict[str, list[str]] = field(default_factory=dict)  # 解答（div.solution）的 id → 其中每个 <pre> 的文字
 
 
 class ArticleParser(HTMLParser):
@@ -39,6 +41,30 @@ class ArticleParser(HTMLParser):
         self.capture_kind = ""
         self.capture_depth = 0  # 收集中遇到的 span/div 嵌套层数（公式编号也是一个 span）
         self.chunks: list[str] = []
+        # 打开着的元素：(标签, 在输出里?, 所在解答的 id, 在 <pre> 里?)
+        self.stack: list[tuple[str, bool, str | None, bool]] = []
+
+    VOID = ("img", "br", "hr", "input", "meta", "link", "source", "wbr", "col", "area")
+
+    def _open(self, tag: str, classes: list[str], a: dict):
+        if tag in self.VOID:
+            return
+        _, in_output, solution, in_pre = self.stack[-1] if self.stack else ("", False, None, False)
+        in_output = in_output or "cell_output" in classes or "pasted-text" in classes
+        if solution is None and tag == "div" and "solution" in classes:
+            solution = a.get("id") or f"solution-{len(self.page.solutions)}"
+            self.page.solutions[solution] = []
+        if solution is not None and tag == "pre":
+            in_pre = True
+            self.page.solutions[solution].append("")
+        self.stack.append((tag, in_output, solution, in_pre))
+
+    def _close(self, tag: str):
+        if tag in self.VOID:
+            return
+        while self.stack:  # 容忍没有闭合的元素（如 <p>）
+            if self.stack.pop()[0] == tag:
+                break
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -46,6 +72,7 @@ class ArticleParser(HTMLParser):
             self.depth += 1
         if not self.depth:
             return
+        self._open(tag, (a.get("class") or "").split(), a)
         if tag in ("script", "style"):
             self.skip += 1
         classes = (a.get("class") or "").split()
@@ -70,6 +97,7 @@ class ArticleParser(HTMLParser):
     def handle_endtag(self, tag):
         if not self.depth:
             return
+        self._close(tag)
         if tag in ("script", "style"):
             self.skip -= 1
         if tag == "h1" and self.in_h1:
@@ -89,6 +117,11 @@ class ArticleParser(HTMLParser):
         if not self.depth or self.skip:
             return
         self.chunks.append(data)
+        if self.stack and self.stack[-1][1]:
+            self.page.outputs.append(data)
+        if self.stack and self.stack[-1][2] is not None and self.stack[-1][3]:
+            solution = self.page.solutions[self.stack[-1][2]]
+            solution[-1] += data
         if self.in_h1:
             self.page.title += data
         if self.capture is not None:
@@ -214,3 +247,72 @@ def english_words(strings: list[str], allowed: set[str]) -> dict[str, list[str]]
                 if len(found[word]) < 3 and string not in found[word]:
                     found[word].append(string[:80])
     return found
+
+
+# ---- 整页（正文之外）：资源、语言、标题、下载菜单 -------------------------------------------------
+
+@dataclass
+class Resources:
+    """一页 HTML 里会被浏览器自动加载的资源、<html lang>、<title>、跳转、搜索框提示与下载菜单。"""
+    lang: str | None = None
+    title: str = ""
+    refresh: str | None = None                                       # <meta http-equiv="refresh"> 的 content
+    loads: list[str] = field(default_factory=list)                   # 打开页面就会请求的地址
+    links: list[tuple[str, str]] = field(default_factory=list)       # <link>：(rel, href)
+    placeholders: list[str] = field(default_factory=list)            # <input placeholder>
+    buttons: dict[str, list[str]] = field(default_factory=dict)      # 主题按钮 btn-<label> → 它们的 href
+    math: int = 0                                                    # class 含 math 的元素个数（待 MathJax 排版的公式）
+
+
+class ResourceParser(HTMLParser):
+    LOADS = {"script": "src", "img": "src", "iframe": "src", "source": "src", "video": "src",
+             "audio": "src", "embed": "src", "object": "data"}
+    PRELOADED = ("stylesheet", "icon", "preload", "modulepreload", "manifest", "shortcut icon",
+                 "apple-touch-icon")
+
+    def __init__(self, result: Resources):
+        super().__init__()
+        self.r = result
+        self.in_title = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        r = self.r
+        if tag == "html":
+            r.lang = a.get("lang")
+        if tag == "title":
+            self.in_title = True
+        if tag == "meta" and (a.get("http-equiv") or "").lower() == "refresh":
+            r.refresh = a.get("content")
+        if tag in self.LOADS and a.get(self.LOADS[tag]):
+            r.loads.append(a[self.LOADS[tag]])
+        if tag == "img" and a.get("srcset"):
+            r.loads += [part.split()[0] for part in a["srcset"].split(",") if part.strip()]
+        if tag == "link" and a.get("href"):
+            r.links.append((a.get("rel") or "", a["href"]))
+            if a.get("rel") in self.PRELOADED:
+                r.loads.append(a["href"])
+        if tag == "input" and a.get("placeholder") is not None:
+            r.placeholders.append(a["placeholder"])
+        if "math" in (a.get("class") or "").split():
+            r.math += 1
+        if tag in ("a", "button"):
+            for cls in (a.get("class") or "").split():
+                if cls.startswith("btn-") and cls not in ("btn-sm",):
+                    r.buttons.setdefault(cls.removeprefix("btn-"), []).append(a.get("href") or "")
+
+    def handle_endtag(self, tag):
+        if tag == "title":
+            self.in_title = False
+
+    def handle_data(self, data):
+        if self.in_title:
+            self.r.title += data
+
+
+def resources(path: Path) -> Resources:
+    """读一整页（不只是正文）：加载的资源、语言、标题、跳转、搜索框提示与主题的按钮。"""
+    result = Resources()
+    ResourceParser(result).feed(path.read_text(encoding="utf-8"))
+    result.title = result.title.strip()
+    return result

@@ -105,7 +105,7 @@ def test_every_figure_exists_has_alt_and_is_referenced_by_number(page):
         assert imgs[0].get("alt"), f"{name} 没有替代文字"
         assert (path.parent / imgs[0]["src"]).resolve().is_file(), f"{name} 的图片文件不存在"
         number = figure.select_one(".caption-number").get_text(strip=True)
-        assert re.fullmatch(r"图 [\d.]+", number)
+        assert re.fullmatch(r"图 A\.\d+", number), number  # 附录的图编号 A.1、A.2……（book_appendix）
         assert text_links.get(name) == number, f"正文没有用编号引用 {name}（{number}）"
     assert len(soup.select("article figure img")) == len(FIGURES), "有图没有编号或重复显示"
 

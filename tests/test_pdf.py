@@ -16,7 +16,6 @@ import re
 import subprocess
 import unicodedata
 from functools import cache
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -125,38 +124,9 @@ def is_notebook_page(docname: str) -> bool:
     return "kernelspec:" in head
 
 
-class HtmlFacts(HTMLParser):
-    """从一页 HTML 里取：正文图片（_images/ 下的 <img>）、代码单元输出与 glue 进正文的文字。"""
-
-    def __init__(self):
-        super().__init__()
-        self.images: list[str] = []
-        self.outputs: list[str] = []
-        self._stack: list[bool] = []  # 每个打开的元素：是否在输出里
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        classes = (a.get("class") or "").split()
-        if tag == "img" and "_images/" in (a.get("src") or ""):
-            self.images.append(a["src"])
-        if tag in ("img", "br", "hr", "input", "meta", "link", "source", "wbr"):
-            return
-        inside = bool(self._stack and self._stack[-1])
-        self._stack.append(inside or "cell_output" in classes or "pasted-text" in classes)
-
-    def handle_endtag(self, tag):
-        if self._stack and tag not in ("img", "br", "hr", "input", "meta", "link", "source", "wbr"):
-            self._stack.pop()
-
-    def handle_data(self, data):
-        if self._stack and self._stack[-1]:
-            self.outputs.append(data)
-
-
-def html_facts(html_dir: Path, docname: str) -> HtmlFacts:
-    facts = HtmlFacts()
-    facts.feed((html_dir / f"{docname}.html").read_text(encoding="utf-8"))
-    return facts
+def html_facts(html_dir: Path, docname: str):
+    """同一次构建里这一页的 HTML 正文（pagekit）：图片、代码单元输出与 glue 进正文的文字、解答。"""
+    return load_path(html_dir / f"{docname}.html")
 
 
 def tex_by_doc(tex: str) -> dict[str, str]:
@@ -336,7 +306,8 @@ def test_every_executed_page_shows_its_numbers(docname, built_pdf, text, tex):
 @pytest.mark.parametrize("docname", toc_docnames())
 def test_every_figure_is_in_the_pdf(docname, built_pdf, tex, log, latex_dir):
     """HTML 里这页有几张图，LaTeX 里这页就有几个 \\includegraphics；图是矢量 PDF，并被 XeLaTeX 读入。"""
-    html_images = html_facts(built_pdf.root / "_build" / "html", docname).images
+    html_images = [src for src in html_facts(built_pdf.root / "_build" / "html", docname).imgs
+                   if "_images/" in src]
     chunk = tex_by_doc(tex).get(docname)
     assert chunk is not None, f"book.tex 里没有 {docname}"
     included = re.findall(r"\\sphinxincludegraphics(?:\[[^\]]*\])?\{\{([^}]*)\}(\.[a-z]+)\}", chunk)
@@ -349,52 +320,12 @@ def test_every_figure_is_in_the_pdf(docname, built_pdf, tex, log, latex_dir):
         assert f"{stem}{ext}" in log.replace("\n", ""), f"XeLaTeX 的日志里没有读入 {stem}{ext}"
 
 
-class Solutions(HTMLParser):
-    """作业页 HTML 里每个解答（sphinx-exercise 的 div.solution）中各个代码块（<pre>）的文字。"""
-
-    VOID = ("img", "br", "hr", "input", "meta", "link", "source", "wbr")
-
-    def __init__(self):
-        super().__init__()
-        self.solutions: dict[str, list[str]] = {}
-        self._depth = 0
-        self._current: str | None = None
-        self._current_depth = 0
-        self._pre_depth: int | None = None
-
-    def handle_starttag(self, tag, attrs):
-        if tag in self.VOID:
-            return
-        self._depth += 1
-        a = dict(attrs)
-        if self._current is None and tag == "div" and "solution" in (a.get("class") or "").split():
-            self._current, self._current_depth = a.get("id") or f"solution-{len(self.solutions)}", self._depth
-            self.solutions[self._current] = []
-        elif self._current and tag == "pre":
-            self._pre_depth = self._depth
-            self.solutions[self._current].append("")
-
-    def handle_endtag(self, tag):
-        if tag in self.VOID:
-            return
-        if self._pre_depth == self._depth:
-            self._pre_depth = None
-        if self._current and self._depth == self._current_depth:
-            self._current = None
-        self._depth -= 1
-
-    def handle_data(self, data):
-        if self._current and self._pre_depth is not None:
-            self.solutions[self._current][-1] += data
-
-
 def test_homework_solutions_are_printed(built_pdf, tex, text):
     """作业的解答在网页上折叠，PDF 里要展开印出来：每个解答里的每段代码（和输出）的第一行都在 PDF 里。"""
-    parser = Solutions()
-    parser.feed((built_pdf.root / "_build" / "html" / "book" / "homework.html").read_text(encoding="utf-8"))
-    assert parser.solutions, "作业页（HTML）里没有解答"
+    solutions = html_facts(built_pdf.root / "_build" / "html", "book/homework").solutions
+    assert solutions, "作业页（HTML）里没有解答"
     homework = tex_by_doc(tex)["book/homework"]
-    for solution_id, blocks in parser.solutions.items():
+    for solution_id, blocks in solutions.items():
         assert f"-{solution_id.rsplit('-', 1)[-1]}}}" in homework and solution_id.split("/")[-1] in homework, (
             f"PDF 的作业一章里没有解答 {solution_id}")
         assert blocks, f"解答 {solution_id} 里没有代码"

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 import yaml
 
 from conftest import REPO, build_book, toc_docnames
-from pagekit import allowed_latin_words, english_words, interface_strings, load, load_path
+from pagekit import allowed_latin_words, english_words, interface_strings, load, load_path, resources
 
 pytestmark = pytest.mark.book
 
@@ -29,40 +28,8 @@ def is_notebook_page(docname: str) -> bool:
     return "kernelspec:" in head
 
 
-class Resources(HTMLParser):
-    """收集一页 HTML 里会被浏览器自动加载的资源地址，以及 <html lang>、搜索框提示。"""
-
-    LOADS = {"script": "src", "img": "src", "iframe": "src", "source": "src", "video": "src",
-             "audio": "src", "embed": "src", "object": "data"}
-
-    def __init__(self):
-        super().__init__()
-        self.loads: list[str] = []
-        self.lang: str | None = None
-        self.placeholders: list[str] = []
-        self.links: list[tuple[str, str]] = []  # (rel, href)
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if tag == "html":
-            self.lang = a.get("lang")
-        if tag in self.LOADS and a.get(self.LOADS[tag]):
-            self.loads.append(a[self.LOADS[tag]])
-        if tag == "img" and a.get("srcset"):
-            self.loads += [part.split()[0] for part in a["srcset"].split(",") if part.strip()]
-        if tag == "link" and a.get("href"):
-            self.links.append((a.get("rel") or "", a["href"]))
-            if a.get("rel") in ("stylesheet", "icon", "preload", "modulepreload", "manifest",
-                                "shortcut icon", "apple-touch-icon"):
-                self.loads.append(a["href"])
-        if tag == "input" and a.get("placeholder") is not None:
-            self.placeholders.append(a["placeholder"])
-
-
-def parse(path: Path) -> Resources:
-    parser = Resources()
-    parser.feed(path.read_text(encoding="utf-8"))
-    return parser
+def parse(path: Path):
+    return resources(path)
 
 
 def is_remote(url: str) -> bool:
@@ -113,10 +80,9 @@ def test_mathjax_is_bundled_and_loaded_once_per_page(html, pages):
     """有公式的页面用本站自带的 MathJax 3；它不在源目录的 _static 里，不会给每页挂几十个脚本。"""
     with_math = 0
     for page in pages:
-        text = page.read_text(encoding="utf-8")
         scripts = parse(page).loads
         mathjax = [s for s in scripts if "mathjax" in s.lower()]
-        if 'class="math' in text:
+        if parse(page).math:
             with_math += 1
             assert len(mathjax) == 1, f"{page.name}: MathJax 脚本应恰好一个，实际 {mathjax}"
             target = (page.parent / mathjax[0].split("?")[0]).resolve()
@@ -159,15 +125,15 @@ def test_english_word_check_catches_the_theme_defaults():
 
 
 def test_root_index_redirects_to_the_book(html):
-    text = (html / "index.html").read_text(encoding="utf-8")
-    assert re.search(r'http-equiv="refresh" content="0; url=book/index.html"', text), text
-    assert "<title>Attention 机制与 Transformer Block</title>" in text, text
+    root = parse(html / "index.html")
+    assert root.refresh == "0; url=book/index.html", root.refresh
+    assert root.title == "Attention 机制与 Transformer Block", root.title
+    assert root.lang == "zh-CN"
 
 
 def test_page_title_and_favicon(html):
-    index = (html / "book" / "index.html").read_text(encoding="utf-8")
-    title = re.search(r"<title>(.*?)</title>", index, re.S).group(1)
-    assert "Attention 机制与 Transformer Block" in title, title
+    title = parse(html / "book" / "index.html").title
+    assert title.endswith("Attention 机制与 Transformer Block"), title
     for page in (html / "book").glob("*.html"):
         icons = [href for rel, href in parse(page).links if "icon" in rel]
         assert icons, f"{page.name} 没有 favicon"
@@ -178,7 +144,9 @@ def test_page_title_and_favicon(html):
 def test_page_offers_md_and_ipynb_downloads(html, docname):
     """每页的下载菜单里有 .md 源文件；会执行的页面还有执行后的 .ipynb（含输出）。"""
     page = html / f"{docname}.html"
-    hrefs = [h for h in re.findall(r'href="([^"]*_sources/[^"]*)"', page.read_text(encoding="utf-8"))]
+    hrefs = parse(page).buttons.get("download-source-button", []) + parse(page).buttons.get(
+        "download-notebook-button", [])
+    assert all("_sources/" in h for h in hrefs), hrefs
     md = [h for h in hrefs if h.endswith(".md")]
     assert md, f"{docname}: 下载菜单里没有 .md"
     assert (page.parent / md[0]).resolve().is_file(), md[0]
@@ -195,7 +163,7 @@ def test_download_menu_links_the_whole_book_pdf(html, pages):
     """每页的下载菜单都指向 make pdf 放到网站根目录的那一份 PDF（文件名取自 _config.yml 的 book_pdf_on_site）。"""
     on_site = build_book.pdf_on_site(REPO)
     for page in (html / "book").glob("*.html"):
-        links = re.findall(r'href="([^"]*)"[^>]*download-book-pdf-button', page.read_text(encoding="utf-8"))
+        links = parse(page).buttons.get("download-book-pdf-button")
         assert links, f"{page.name}: 下载菜单里没有整本书的 PDF"
         assert (page.parent / links[0]).resolve() == (html / on_site).resolve(), links
 
