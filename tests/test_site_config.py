@@ -48,6 +48,28 @@ def test_site_settings_live_in_config():
     assert (REPO / SPHINX_CONFIG["templates_path"][0]).is_dir()
 
 
+def test_jupyter_book_merges_our_settings_into_its_own():
+    """Jupyter Book 把 _config.yml 变成 Sphinx 配置时，我们的主题选项并入它生成的（下载菜单、首页在目录里等
+    选项都还在），界面设置原样到达 Sphinx。"""
+    import sys
+
+    from jupyter_book.config import get_final_config
+
+    path_before = list(sys.path)
+    try:
+        final, _ = get_final_config(user_yaml=REPO / "_config.yml", sourcedir=REPO, raise_on_invalid=True,
+                                    cli_config={"latex_individualpages": False})
+    finally:
+        sys.path[:] = path_before  # get_final_config 把 local_extensions 的目录加进 sys.path
+    theme = final["html_theme_options"]
+    assert theme["search_bar_text"] == SPHINX_CONFIG["html_theme_options"]["search_bar_text"]
+    assert theme["navbar_persistent"] == []
+    assert theme["home_page_in_toc"] is True and "launch_buttons" in theme, theme  # Jupyter Book 自己的选项
+    for key in ("html_context", "togglebutton_hint", "togglebutton_hint_hide", "locale_dirs", "templates_path",
+                "mathjax_path", "book_pdf_on_site", "book_appendices"):
+        assert final[key] == SPHINX_CONFIG[key], key
+
+
 def test_extensions_do_not_patch_sphinx_internals_or_config():
     """扩展不再改 Sphinx 私有的翻译目录，也不在代码里改这些配置项。"""
     forbidden = {"sphinx.locale", "translators", "_catalog", "html_theme_options", "html_context",
