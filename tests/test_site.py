@@ -244,17 +244,34 @@ def article_text(page: Path) -> str:
     return "\n".join(load_path(page).chunks)  # Sphinx 按文字节点分词，跨标签的词不算
 
 
+def uses_standalone(term: str, text: str, terms: list[str]) -> bool:
+    """term 在 text 里出现在词典里更长的术语之外（不只是“缩放点积注意力”里的“缩放点积”）。"""
+    for longer in sorted((t for t in terms if term in t and t != term), key=len, reverse=True):
+        text = text.replace(longer, "\0")
+    return term in text
+
+
+def test_uses_standalone_ignores_a_term_inside_a_longer_term():
+    terms = ["缩放点积", "缩放点积注意力"]
+    assert not uses_standalone("缩放点积", "缩放点积注意力的定义", terms)
+    assert uses_standalone("缩放点积", "先算缩放点积，再看缩放点积注意力", terms)
+    assert uses_standalone("缩放点积注意力", "缩放点积注意力的定义", terms)
+
+
 def test_chinese_search_finds_every_page_that_uses_each_term(html):
     """词典里的每个术语：正文里用到它的每一页，搜这个词都能找到（讲它的那一页自然在内）。
 
     没有 jieba 词典时，“因果遮蔽”会被切成“因果”“遮蔽”，搜整个词什么也找不到。
+    “用到”指单独出现：词典里更长的术语（“缩放点积注意力”）整个是一个检索词，jieba 只给它补两三个字的子词，
+    其中四个字的“缩放点积”不单独成词——更长的术语自己也在词典里，另行检查。
     """
     index = load_search_index(html)
     texts = {d: article_text(html / f"{d}.html") for d in toc_docnames()}
+    terms = dictionary_terms()
     problems = []
     used = 0
-    for term in dictionary_terms():
-        pages = {d for d, t in texts.items() if term in t}
+    for term in terms:
+        pages = {d for d, t in texts.items() if uses_standalone(term, t, terms)}
         if not pages:
             continue  # 书里（还）没有这个词
         used += 1
