@@ -240,7 +240,8 @@ def site_captions(built_pdf) -> dict[str, list[str]]:
 
 
 # 在 pdftotext 的原文上找（不先去空白：否则 “图 A.4” 会和紧跟着的坐标刻度 “10 20” 连成一个数）
-CAPTION_NUMBER = re.compile(r"([图表])\s*((?:[A-Z]|\d+)(?:\.\d+)?)(?![\d.])")
+# 同一行里“图”“表”之后紧跟（至多一个空格）编号：“图 2.1”“图 A.1”“表 4”；“术语表”换行后的页码不算
+CAPTION_NUMBER = re.compile(r"([图表])[ \u00a0\u2009]?((?:[A-Z]\.|\d+\.)?\d+)(?![\d.])")
 
 
 def test_figures_and_tables_are_numbered_as_on_the_site(built_pdf, pdf):
