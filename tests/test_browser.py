@@ -383,7 +383,12 @@ def test_axe_finds_no_serious_or_critical_violations(browser, site, built_book, 
         visit = Visit(browser, site, quote(path), color_scheme=color_scheme)
         try:
             visit.page.evaluate(WAIT_FOR_MATH)
-            violations = axe_violations(visit.page)
+            # 顺带：这些页面（含索引页、根目录跳转页）也没有控制台错误、失败或外部请求。在 axe 运行之前取：
+            # axe 预读样式表时把 @import "../basic.css" 按页面地址解析，自己请求出一个 404
+            # 跳转页（根目录 index.html）不算：跳走时它自己的 favicon 请求被浏览器取消（ERR_ABORTED）
+            redirected = visit.page.url.split("?")[0].split("#")[0] != site + quote(path)
+            violations = [] if redirected else list(visit.problems)
+            violations += axe_violations(visit.page)
         finally:
             visit.close()
         if violations:
