@@ -214,7 +214,7 @@ INTERFACE_STRINGS = r"""() => {
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let n; (n = walker.nextNode());) {
     const p = n.parentElement;
-    if (!p || p.closest('script, style')) continue;
+    if (!p || p.closest('script, style, mjx-container')) continue;  // 目录里标题中的公式是内容，不是界面
     if (article && article.contains(p) && !p.closest('button')) continue;
     if (n.textContent.trim()) out.push(n.textContent.trim());
   }

@@ -239,14 +239,14 @@ def site_captions(built_pdf) -> dict[str, list[str]]:
     return {d: [c for c in load_path(html / f"{d}.html").captions if c[:1] in "图表"] for d in toc_docnames()}
 
 
-# 在 pdftotext 的原文上找（不先去空白：否则 “图 A.4” 会和紧跟着的坐标刻度 “10 20” 连成一个数）
-# 同一行里“图”“表”之后紧跟（至多一个空格）编号：“图 2.1”“图 A.1”“表 4”；“术语表”换行后的页码不算
-CAPTION_NUMBER = re.compile(r"([图表])[ \u00a0\u2009]?((?:[A-Z]\.|\d+\.)?\d+)(?![\d.])")
+# 图注、表题在 pdftotext 的原文里各起一行：“图 2.1 …”“表 A.1”。只认行首的编号（正文里的引用如
+# “（含表 2.1）”说的可能是别人论文里的表），不先去空白：否则 “图 A.4” 会和下一行的坐标刻度连成一个数
+CAPTION_NUMBER = re.compile(r"^[ \t]*([图表])[ \u00a0\u2009]?((?:[A-Z]\.|\d+\.)?\d+)(?![\d.])", re.M)
 
 
 def test_figures_and_tables_are_numbered_as_on_the_site(built_pdf, pdf):
-    """PDF 里的“图 N”“表 N”编号与网站一致：网站上的每个编号 PDF 里都有，PDF 里也没有网站上没有的编号
-    （LaTeX 自己编号，书的结构由 book_pdf.sty 与 book_appendix 调成和网站一样）。"""
+    """PDF 里图注、表题的编号与网站一致：网站上的每个编号 PDF 里都有一条以它开头的图注或表题，
+    PDF 里也没有网站上没有的编号（LaTeX 自己编号，书的结构由 book_pdf.sty 与 book_appendix 调成和网站一样）。"""
     on_site = {squash(c) for captions in site_captions(built_pdf).values() for c in captions}
     assert on_site, "网站上一个图注都没有"
     in_pdf = {kind + number for kind, number in CAPTION_NUMBER.findall(_pdftotext(pdf))}
