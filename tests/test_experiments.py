@@ -1,13 +1,14 @@
-"""梯度实验：附录的 RNN 与注意力（正文数字见 test_source_numbers.py），第 6 节只走残差路径的梯度。"""
+"""书中的数值实验：第 2 节 √d_k 的经验验证，附录的 RNN 与注意力（正文数字见 test_source_numbers.py），第 6 节只走残差路径的梯度。"""
 
 import pytest
 import torch
 
 from minigpt.attention import causal_mask, to_nn_mha_mask
 from minigpt.experiments import (
-    attention_input_gradients, cumulative_mass, first_half_share,
+    AttentionGradients, DotProductStat, FirstPositionVsLength, RNNGradients, SoftmaxSaturation,
+    attention_input_gradients, cumulative_mass, dot_product_stats, first_half_share,
     first_position_gradient_vs_length, lstm_input_gradients, residual_path_gradient,
-    rnn_input_gradients, rnn_length_sweep,
+    rnn_input_gradients, rnn_length_sweep, softmax_saturation,
 )
 from minigpt.layers import FeedForward, MultiHeadAttention
 
@@ -82,51 +83,7 @@ def test_float64_option_keeps_the_same_recipe():
     torch.testing.assert_close(r64.grad_norms.float(), r32.grad_norms, rtol=1e-4, atol=1e-12)
 
 
-# ---------------------------------------------------------------- 第 6 节：只走残差路径的梯度
-
-
-def _layernorm_backward(u: torch.Tensor, grad_out: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """γ = 1 时 LayerNorm 的反向公式（逐 token）：(v − mean(v) − x̂·mean(v·x̂)) / σ。"""
-    mu = u.mean(-1, keepdim=True)
-    sigma = torch.sqrt(u.var(-1, unbiased=False, keepdim=True) + eps)
-    xhat = (u - mu) / sigma
-    v = grad_out
-    return (v - v.mean(-1, keepdim=True) - xhat * (v * xhat).mean(-1, keepdim=True)) / sigma
-
-
-def test_residual_path_gradient_pre_ln_passes_the_gradient_unchanged():
-    for n in (1, 3, 64):
-        assert residual_path_gradient(n, norm_first=True) == 1.0
-
-
-def test_residual_path_gradient_post_ln_equals_two_layernorm_backwards():
-    # 独立的参照：同样的创建顺序，前向时记下两个 LayerNorm 的输入，反向用 LayerNorm 的闭式导数
-    torch.manual_seed(42)
-    x = torch.randn(1, 5, 8)
-    attn, ffn = MultiHeadAttention(8, 2), FeedForward(8)
-    norm1, norm2 = torch.nn.LayerNorm(8), torch.nn.LayerNorm(8)
-    g = torch.randn(1, 5, 8)
-    with torch.no_grad():
-        u1 = x + attn(x, causal_mask(5))
-        h1 = norm1(u1)
-        u2 = h1 + ffn(h1)
-    grad_x = _layernorm_backward(u1, _layernorm_backward(u2, g))
-    expected = (grad_x.norm() / g.norm()).item()
-    assert residual_path_gradient(1, norm_first=False) == pytest.approx(expected, rel=1e-5)
-
-
-def test_residual_path_gradient_post_ln_shrinks_with_depth():
-    shallow, deep = (residual_path_gradient(n, norm_first=False) for n in (1, 64))
-    assert deep < 0.1 < shallow < 1.0
-
-
-def test_lstm_input_gradients_match_a_plain_lstm_run():
-    torch.manual_seed(42)
-    model = torch.nn.LSTM(4, 8, batch_first=True)
-    x = torch.randn(1, 80, 4, requires_grad=True)
-    out, _ = model(x)
-    out[:, -1, :].pow(2).mean().backward()
-    expected = x.grad.norm(dim=-1)[0]
-    got = lstm_input_gradients(80, seed=42)
-    assert torch.equal(got, expected)
-    assert got[0] < 1e-12 * got[-1]  # 没训练过的 LSTM 也一样：开头的梯度小了十几个数量级
+    AttentionGradients, DotProductStat, FirstPositionVsLength, RNNGradients, SoftmaxSaturation,
+    attention_input_gradients, cumulative_mass, dot_product_stats, first_half_share,
+    first_position_gradient_vs_length, lstm_input_gradients, residual_path_gradient,
+    rnn_input_gradients, rnn_length_sweep, softmax_saturation,

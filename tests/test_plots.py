@@ -11,12 +11,18 @@ from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties, findfont
 
 from minigpt import plots
-from minigpt.attention import causal_mask, dot_product_stats, scaled_dot_product_attention, softmax_saturation
+from minigpt.attention import causal_mask, scaled_dot_product_attention
 from minigpt.data import make_toy_example
-from minigpt.experiments import FirstPositionVsLength
+from minigpt.experiments import FirstPositionVsLength, dot_product_stats, softmax_saturation
 from minigpt.leak import LeakRun
 
 LABELS = ["the", "cat", "sat"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def font_path():
+    """画图之前装好中文字体（书页里由 setup_notebook 完成）。"""
+    return plots.setup_chinese_font()
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +57,8 @@ CASES = {
     "last_token_weights": (lambda: plots.last_token_weights(torch.softmax(torch.randn(20), 0)), 1),
     "cumulative_mass_plot": (lambda: plots.cumulative_mass_plot(_grads(), _grads(decay=0.9)), 1),
     "first_position_vs_length": (lambda: plots.first_position_vs_length(
-        FirstPositionVsLength((10, 20, 40), (1e-4, 1e-9, 0.0), (1e-3, 5e-4, 2e-4))), 1),
+        FirstPositionVsLength(lengths=(10, 20, 40), rnn=(1e-4, 1e-9, 0.0),
+                              attention=(1e-3, 5e-4, 2e-4))), 1),
     "transformer_block_diagram": (plots.transformer_block_diagram, 1),
 }
 
@@ -95,9 +102,9 @@ def test_block_diagram_uses_the_book_terms():
     assert texts.count("Add & Norm") == 2
 
 
-def test_cjk_font_is_in_use():
+def test_cjk_font_is_in_use(font_path):
     assert matplotlib.rcParams["font.sans-serif"][0] == plots.FONT_FAMILY == "Noto Sans CJK SC"
-    assert findfont(FontProperties(family=["sans-serif"])) == plots.FONT_PATH
+    assert findfont(FontProperties(family=["sans-serif"])) == font_path
     assert matplotlib.rcParams["axes.unicode_minus"] is False
     assert matplotlib.rcParams["svg.hashsalt"]
 
@@ -135,3 +142,26 @@ def test_saturation_plot_calls_the_jacobian_norm_sensitivity_as_the_page_does():
     fig = plots.softmax_saturation_plot(softmax_saturation(n_trials=50))
     titles = [ax.get_title() for ax in fig.axes]
     assert all("灵敏度" in t and "梯度范数" not in t for t in titles), titles
+
+
+def test_importing_plots_changes_no_matplotlib_setting():
+    """导入 minigpt.plots 不装字体、不改 rcParams；这些只在 setup_notebook() 里做。"""
+    import subprocess
+    import sys
+
+    script = (
+        "import matplotlib, matplotlib.pyplot\n"
+        "from matplotlib import font_manager\n"
+        "before = (dict(matplotlib.rcParams), len(font_manager.fontManager.ttflist))\n"
+        "import minigpt.plots\n"
+        "after = (dict(matplotlib.rcParams), len(font_manager.fontManager.ttflist))\n"
+        "changed = sorted(k for k in before[0] if before[0][k] != after[0][k])\n"
+        "print(changed, before[1], after[1])\n"
+        "assert not changed and before[1] == after[1]\n"
+        "from minigpt.notebook import setup_notebook\n"
+        "setup_notebook()\n"
+        "assert matplotlib.rcParams['font.sans-serif'][0] == minigpt.plots.FONT_FAMILY\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+

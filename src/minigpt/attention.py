@@ -10,7 +10,7 @@ mask 的约定（和正文一致）：1 / True 表示“可以看”，0 / False
 """
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -23,20 +23,9 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """第 1 步：相关度分数 S = Q Kᵀ（见第 2 节 Scaled Dot-Product Attention）。
 
     q: [..., seq_q, d_k]，k: [..., seq_k, d_k] → [..., seq_q, seq_k]。
-    第 i 行第 j 列是 query i 与 key j 的点积。
     """
-    if q.dim() < 2 or k.dim() < 2:
-        raise ValueError(
-            "q 和 k 至少要是二维 [seq, d_k]，"
-            f"收到 q 形状 {tuple(q.shape)}、k 形状 {tuple(k.shape)}"
-        )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            "q 和 k 的最后一维（d_k）必须相等："
-            f"q 的是 {q.shape[-1]}，k 的是 {k.shape[-1]}"
-            f"（q 形状 {tuple(q.shape)}，k 形状 {tuple(k.shape)}）"
-        )
-    return q @ k.transpose(-2, -1)  # [..., seq_q, seq_k]
+    _check_q_k(q, k)
+    return q @ k.transpose(-2, -1)  # 第 i 行第 j 列 = query i · key j
 
 
 def scale_scores(scores: torch.Tensor, d_k: int) -> torch.Tensor:
@@ -49,10 +38,43 @@ def scale_scores(scores: torch.Tensor, d_k: int) -> torch.Tensor:
 def softmax_weights(scores: torch.Tensor) -> torch.Tensor:
     """第 3 步：对最后一维做 softmax，每行加起来等于 1
     （见第 2 节 Scaled Dot-Product Attention）。
+    """
+    _check_no_fully_masked_row(scores)
+    return F.softmax(scores, dim=-1)
 
-    如果某一行全是 -inf（mask 把这个 query 能看的 key 全遮住了），
-    softmax 没有定义（PyTorch 会给出 NaN）：
-    这里直接报 ValueError，并指出是哪几行。
+
+def weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """第 4 步：用注意力权重混合 V，output = A V
+    （见第 2 节 Scaled Dot-Product Attention）。
+
+    weights: [..., seq_q, seq_k]，v: [..., seq_k, d_v] → [..., seq_q, d_v]。
+    """
+    _check_weights_v(weights, v)
+    return weights @ v  # [..., seq_q, d_v]
+
+
+# ---------------------------------------------------------------- 输入检查
+# 四步只写数学；形状与取值的检查放在这里，出错时给出中文说明（见第 2 节）。
+
+
+def _check_q_k(q: torch.Tensor, k: torch.Tensor) -> None:
+    """q、k 至少二维，且最后一维（d_k）相等；否则报 ValueError。"""
+    if q.dim() < 2 or k.dim() < 2:
+        raise ValueError(
+            "q 和 k 至少要是二维 [seq, d_k]，"
+            f"收到 q 形状 {tuple(q.shape)}、k 形状 {tuple(k.shape)}"
+        )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            "q 和 k 的最后一维（d_k）必须相等："
+            f"q 的是 {q.shape[-1]}，k 的是 {k.shape[-1]}"
+            f"（q 形状 {tuple(q.shape)}，k 形状 {tuple(k.shape)}）"
+        )
+
+
+def _check_no_fully_masked_row(scores: torch.Tensor) -> None:
+    """某一行全是 -inf（这个 query 能看的 key 全被遮住）时 softmax 没有定义
+    （PyTorch 会给出 NaN）：报 ValueError，并指出是哪几行。
     """
     dead = torch.isneginf(scores).all(dim=-1)  # [..., seq_q]：整行都是 -inf 的 query
     if dead.any():
@@ -65,34 +87,44 @@ def softmax_weights(scores: torch.Tensor) -> torch.Tensor:
             "例如因果 mask 的对角线必须是 1。"
             f"（分数形状 {tuple(scores.shape)}，行号按 [..., seq_q] 计）"
         )
-    return F.softmax(scores, dim=-1)
 
 
-def weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """第 4 步：用注意力权重混合 V，output = A V
-    （见第 2 节 Scaled Dot-Product Attention）。
-
-    weights: [..., seq_q, seq_k]，v: [..., seq_k, d_v] → [..., seq_q, d_v]。
-    """
+def _check_weights_v(weights: torch.Tensor, v: torch.Tensor) -> None:
+    """权重的 seq_k 必须等于 v 的序列长度；否则报 ValueError。"""
     if weights.shape[-1] != v.shape[-2]:
         raise ValueError(
             f"权重的最后一维（seq_k = {weights.shape[-1]}）"
             f"必须等于 v 的序列长度 v.shape[-2] = {v.shape[-2]}"
         )
-    return weights @ v  # [..., seq_q, d_v]
+
+
+def _check_k_v(k: torch.Tensor, v: torch.Tensor) -> None:
+    """k 和 v 的序列长度必须相等；否则报 ValueError。"""
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            "k 和 v 的序列长度必须相等："
+            f"k.shape[-2] = {k.shape[-2]}，v.shape[-2] = {v.shape[-2]}"
+            f"（k 形状 {tuple(k.shape)}，v 形状 {tuple(v.shape)}）"
+        )
 
 
 # ---------------------------------------------------------------- mask
 
 
-def causal_mask(seq_len: int, device=None) -> torch.Tensor:
+def causal_mask(seq_len: int,
+                device: torch.device | str | None = None) -> torch.Tensor:
     """因果 mask：下三角全 1，1 = 可以看，0 = 遮住，int64（见第 3 节 因果遮蔽）。
 
     第 i 行只有 0..i 列是 1：位置 i 只能看自己和前面。
     """
+    _check_seq_len(seq_len)
+    return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.int64, device=device))
+
+
+def _check_seq_len(seq_len: int) -> None:
+    """序列长度至少为 1；否则报 ValueError。"""
     if seq_len < 1:
         raise ValueError(f"seq_len 必须 ≥ 1，收到 {seq_len}")
-    return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.int64, device=device))
 
 
 def _allowed(mask: torch.Tensor) -> torch.Tensor:
@@ -132,7 +164,7 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return scores.masked_fill(~_allowed(mask), float("-inf"))
 
 
-def check_mask_shape(mask: torch.Tensor, scores_shape) -> None:
+def check_mask_shape(mask: torch.Tensor, scores_shape: Sequence[int]) -> None:
     """检查 mask 能否广播到分数形状 [..., seq_q, seq_k]，否则报 ValueError
     （见第 3 节 因果遮蔽）。
     """
@@ -154,7 +186,8 @@ def check_mask_shape(mask: torch.Tensor, scores_shape) -> None:
 
 
 def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                                 mask: torch.Tensor | None = None):
+                                 mask: torch.Tensor | None = None,
+                                 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V
     （见第 2 节 Scaled Dot-Product Attention、第 3 节 因果遮蔽）。
 
@@ -163,109 +196,10 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     mask: 可选，1 / True = 可以看，能广播到 [..., seq_q, seq_k]。
     返回 (output [..., seq_q, d_v], weights [..., seq_q, seq_k])。
     """
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            "k 和 v 的序列长度必须相等："
-            f"k.shape[-2] = {k.shape[-2]}，v.shape[-2] = {v.shape[-2]}"
-            f"（k 形状 {tuple(k.shape)}，v 形状 {tuple(v.shape)}）"
-        )
+    _check_k_v(k, v)
     scores = attention_scores(q, k)             # [..., seq_q, seq_k]
     scores = scale_scores(scores, q.shape[-1])  # [..., seq_q, seq_k]
     if mask is not None:
         scores = apply_mask(scores, mask)
     weights = softmax_weights(scores)           # [..., seq_q, seq_k]
     return weighted_sum(weights, v), weights    # [..., seq_q, d_v]
-
-
-# ---------------------------------------------------------------- 为什么是 √d_k
-
-
-@dataclass(frozen=True)
-class DotProductStat:
-    """一个 d_k 下点积的经验方差
-    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
-    """
-
-    d_k: int
-    var_unscaled: float  # Var(q·k)，理论值 d_k
-    var_scaled: float    # Var(q·k / √d_k)，理论值 1
-
-
-def dot_product_stats(d_k_values=(4, 16, 64, 256), n_samples: int = 10000,
-                      seed: int = 0) -> list[DotProductStat]:
-    """用随机向量验证 Var(q·k) ≈ d_k、Var(q·k/√d_k) ≈ 1
-    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
-
-    q、k 的每个分量独立取自 N(0, 1)；每个 d_k 抽 n_samples 对。
-    使用独立的随机数生成器，不改变全局随机状态。
-    """
-    gen = torch.Generator().manual_seed(seed)
-    stats = []
-    for d_k in d_k_values:
-        q = torch.randn(n_samples, d_k, generator=gen, dtype=torch.float64)
-        k = torch.randn(n_samples, d_k, generator=gen, dtype=torch.float64)
-        dots = (q * k).sum(dim=-1)  # [n_samples]
-        stats.append(DotProductStat(
-            d_k,
-            dots.var().item(),
-            (dots / math.sqrt(d_k)).var().item(),
-        ))
-    return stats
-
-
-@dataclass(frozen=True)
-class SoftmaxSaturation:
-    """缩放前后 softmax 的对比（见第 2 节 Scaled Dot-Product Attention「缩放」）。
-
-    scores / weights 等是一次“典型”抽样（未缩放最大权重处在所有抽样的中位数）；
-    grad_norm 是 softmax 雅可比矩阵 ∂weights/∂scores 的 Frobenius 范数：
-    越接近 0，梯度越小。
-    median_* 是 n_trials 次抽样的中位数。
-    """
-
-    d_k: int
-    n_keys: int
-    n_trials: int
-    scores: torch.Tensor          # [n_keys] 未缩放 q·k
-    scaled_scores: torch.Tensor   # [n_keys] q·k / √d_k
-    weights: torch.Tensor         # [n_keys] softmax(scores)
-    scaled_weights: torch.Tensor  # [n_keys] softmax(scaled_scores)
-    max_weight: float
-    scaled_max_weight: float
-    grad_norm: float
-    scaled_grad_norm: float
-    median_max_weight: float
-    scaled_median_max_weight: float
-    median_grad_norm: float
-    scaled_median_grad_norm: float
-
-
-def _softmax_jacobian_norm(p: torch.Tensor) -> torch.Tensor:
-    """softmax 雅可比 diag(p) − p pᵀ 的 Frobenius 范数，p: [..., n] → [...]。"""
-    jac = torch.diag_embed(p) - p.unsqueeze(-1) * p.unsqueeze(-2)  # [..., n, n]
-    return jac.flatten(-2).norm(dim=-1)
-
-
-def softmax_saturation(d_k: int = 64, n_keys: int = 8, seed: int = 0,
-                       n_trials: int = 1000) -> SoftmaxSaturation:
-    """不缩放时 softmax 接近 one-hot、梯度接近 0；缩放后分布展开
-    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
-
-    每次抽样：一个 query 和 n_keys 个 key，分量独立取自 N(0, 1)。
-    """
-    gen = torch.Generator().manual_seed(seed)
-    q = torch.randn(n_trials, 1, d_k, generator=gen, dtype=torch.float64)
-    k = torch.randn(n_trials, n_keys, d_k, generator=gen, dtype=torch.float64)
-    scores = attention_scores(q, k).squeeze(-2)  # [n_trials, n_keys]
-    scaled = scale_scores(scores, d_k)           # [n_trials, n_keys]
-    p, ps = softmax_weights(scores), softmax_weights(scaled)
-    max_w, max_ws = p.max(dim=-1).values, ps.max(dim=-1).values
-    g, gs = _softmax_jacobian_norm(p), _softmax_jacobian_norm(ps)
-    i = max_w.argsort()[n_trials // 2].item()  # 典型的一次：最大权重处在中位数
-    return SoftmaxSaturation(
-        d_k, n_keys, n_trials,
-        scores[i], scaled[i], p[i], ps[i],
-        max_w[i].item(), max_ws[i].item(), g[i].item(), gs[i].item(),
-        max_w.median().item(), max_ws.median().item(),
-        g.median().item(), gs.median().item(),
-    )

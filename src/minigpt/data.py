@@ -4,6 +4,7 @@
 所以书页每次构建打印出的 X、Q、K、V 都和正文中的数字一致。
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -18,7 +19,7 @@ ID2WORD: dict[int, str] = {i: w for w, i in VOCAB.items()}
 UNK_ID: int = VOCAB["[UNK]"]
 
 
-def encode(words: str | list[str] | tuple[str, ...]) -> list[int]:
+def encode(words: str | Sequence[str]) -> list[int]:
     """把词序列变成 token id 列表；词表外的词记作 [UNK]
     （见第 1 节 注意力在做什么）。
 
@@ -29,7 +30,7 @@ def encode(words: str | list[str] | tuple[str, ...]) -> list[int]:
     return [VOCAB.get(w, UNK_ID) for w in words]
 
 
-def decode(ids) -> list[str]:
+def decode(ids: Sequence[int] | torch.Tensor) -> list[str]:
     """把 token id 列表（或一维张量）还原成词（见第 1 节 注意力在做什么）。"""
     if isinstance(ids, torch.Tensor):
         ids = ids.tolist()
@@ -41,7 +42,7 @@ def decode(ids) -> list[str]:
     return out
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class ToyExample:
     """第 1、2 节手算 Attention 用到的全部对象（见第 1 节 注意力在做什么）。
 
@@ -61,8 +62,8 @@ class ToyExample:
     V: torch.Tensor  # [seq, d_k]
 
 
-def make_toy_example(words=("the", "cat", "sat"), d_model: int = 4, d_k: int = 4,
-                     seed: int = 42) -> ToyExample:
+def make_toy_example(words: str | Sequence[str] = ("the", "cat", "sat"),
+                     d_model: int = 4, d_k: int = 4, seed: int = 42) -> ToyExample:
     """按正文的顺序造出 X、Q、K、V
     （见第 1 节 注意力在做什么、第 2 节 缩放点积注意力）。
 
@@ -79,4 +80,5 @@ def make_toy_example(words=("the", "cat", "sat"), d_model: int = 4, d_k: int = 4
     with torch.no_grad():
         X = embedding(torch.tensor(ids))  # [seq, d_model]
         Q, K, V = W_Q(X), W_K(X), W_V(X)  # 各 [seq, d_k]
-    return ToyExample(words, ids, embedding, X, W_Q, W_K, W_V, Q, K, V)
+    return ToyExample(words=words, ids=ids, embedding=embedding, X=X,
+                      W_Q=W_Q, W_K=W_K, W_V=W_V, Q=Q, K=K, V=V)

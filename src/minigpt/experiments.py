@@ -1,21 +1,27 @@
-"""梯度实验：附录里从最后一个位置反向传播，看梯度能否传回开头
-（见附录 RNN 与 Transformer 对比）；第 6 节里只沿残差路径反传，
-比较 Post-LN 与 Pre-LN。
+"""书中的数值实验（见第 2 节「缩放」、第 6 节、附录 RNN 与 Transformer 对比）。
+
+第 2 节：为什么除以 √d_k——点积方差随 d_k 增长、不缩放时 softmax 饱和。
+第 6 节：只沿残差路径反传，比较 Post-LN 与 Pre-LN。
+附录：从最后一个位置反向传播，看梯度能否传回开头。
 
 两种模型都直接用 PyTorch 自带模块（nn.RNN、nn.MultiheadAttention），种子 42，
 创建顺序与正文一致，所以 loss、梯度范数和 0.000% / 42.973% 都能复现。
 """
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 
-from .attention import causal_mask, to_nn_mha_mask
+from .attention import (
+    attention_scores, causal_mask, scale_scores, softmax_weights, to_nn_mha_mask,
+)
 from .layers import FeedForward, MultiHeadAttention
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class RNNGradients:
     """一次 RNN 梯度实验的全部结果
     （见附录 RNN 与 Transformer 对比「量一量：RNN 的梯度能传多远」）。
@@ -53,11 +59,12 @@ def rnn_input_gradients(
     loss.backward()
     grad_norms = x.grad.norm(dim=-1)[0].detach()  # [seq_len]
     return RNNGradients(
-        model, x, outputs.detach(), h_last.detach(), loss.item(), grad_norms
+        model=model, x=x, outputs=outputs.detach(), h_last=h_last.detach(),
+        loss=loss.item(), grad_norms=grad_norms,
     )
 
 
-def rnn_length_sweep(lengths=(10, 20, 40, 80), input_dim: int = 4,
+def rnn_length_sweep(lengths: Sequence[int] = (10, 20, 40, 80), input_dim: int = 4,
                      hidden_dim: int = 8, seed: int = 42) -> dict[int, torch.Tensor]:
     """同样配置的 RNN 换不同序列长度，每次都重新设种子
     （见附录 RNN 与 Transformer 对比「序列越长，开头越“冷”」）。
@@ -70,7 +77,7 @@ def rnn_length_sweep(lengths=(10, 20, 40, 80), input_dim: int = 4,
     }
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class AttentionGradients:
     """一次注意力梯度实验的全部结果
     （见附录 RNN 与 Transformer 对比「换成注意力」）。
@@ -113,8 +120,9 @@ def attention_input_gradients(
     loss.backward()
     weights = weights[0].detach()  # [heads, seq, seq]
     return AttentionGradients(
-        model, x, out.detach(), loss.item(), x.grad.norm(dim=-1)[0].detach(),
-        weights, weights[:, -1, :].mean(dim=0),
+        model=model, x=x, output=out.detach(), loss=loss.item(),
+        grad_norms=x.grad.norm(dim=-1)[0].detach(),
+        weights=weights, last_token_weights=weights[:, -1, :].mean(dim=0),
     )
 
 
@@ -134,7 +142,7 @@ def first_half_share(grad_norms: torch.Tensor) -> float:
     return (grad_norms[:half].sum() / grad_norms.sum()).item()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FirstPositionVsLength:
     """不同长度下位置 0 的梯度范数
     （见附录 RNN 与 Transformer 对比，正文之外的补充实验）。
@@ -146,7 +154,7 @@ class FirstPositionVsLength:
 
 
 def first_position_gradient_vs_length(
-    lengths=(10, 20, 40, 80, 160),
+    lengths: Sequence[int] = (10, 20, 40, 80, 160),
     seed: int = 42,
     dtype: torch.dtype = torch.float32,
 ) -> FirstPositionVsLength:
@@ -167,7 +175,7 @@ def first_position_gradient_vs_length(
         attention_input_gradients(n, seed=seed, dtype=dtype).grad_norms[0].item()
         for n in lengths
     )
-    return FirstPositionVsLength(lengths, rnn, attn)
+    return FirstPositionVsLength(lengths=lengths, rnn=rnn, attention=attn)
 
 
 def lstm_input_gradients(seq_len: int = 80, input_dim: int = 4,
@@ -216,3 +224,101 @@ def residual_path_gradient(num_layers: int, norm_first: bool,
             h = norm2(h + ffn(h).detach())
     (h * g).sum().backward()  # 顶层输出处的梯度恰好是 g
     return (x.grad.norm() / g.norm()).item()
+
+
+# ---------------------------------------------------------------- 为什么是 √d_k
+
+
+@dataclass(frozen=True, kw_only=True)
+class DotProductStat:
+    """一个 d_k 下点积的经验方差
+    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    """
+
+    d_k: int
+    var_unscaled: float  # Var(q·k)，理论值 d_k
+    var_scaled: float    # Var(q·k / √d_k)，理论值 1
+
+
+def dot_product_stats(d_k_values: Sequence[int] = (4, 16, 64, 256),
+                      n_samples: int = 10000, seed: int = 0) -> list[DotProductStat]:
+    """用随机向量验证 Var(q·k) ≈ d_k、Var(q·k/√d_k) ≈ 1
+    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
+
+    q、k 的每个分量独立取自 N(0, 1)；每个 d_k 抽 n_samples 对。
+    使用独立的随机数生成器，不改变全局随机状态。
+    """
+    gen = torch.Generator().manual_seed(seed)
+    stats = []
+    for d_k in d_k_values:
+        q = torch.randn(n_samples, d_k, generator=gen, dtype=torch.float64)
+        k = torch.randn(n_samples, d_k, generator=gen, dtype=torch.float64)
+        dots = (q * k).sum(dim=-1)  # [n_samples]
+        stats.append(DotProductStat(
+            d_k=d_k,
+            var_unscaled=dots.var().item(),
+            var_scaled=(dots / math.sqrt(d_k)).var().item(),
+        ))
+    return stats
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class SoftmaxSaturation:
+    """缩放前后 softmax 的对比（见第 2 节 Scaled Dot-Product Attention「缩放」）。
+
+    scores / weights 等是一次“典型”抽样（未缩放最大权重处在所有抽样的中位数）；
+    grad_norm 是 softmax 雅可比矩阵 ∂weights/∂scores 的 Frobenius 范数：
+    越接近 0，梯度越小。
+    median_* 是 n_trials 次抽样的中位数。
+    """
+
+    d_k: int
+    n_keys: int
+    n_trials: int
+    scores: torch.Tensor          # [n_keys] 未缩放 q·k
+    scaled_scores: torch.Tensor   # [n_keys] q·k / √d_k
+    weights: torch.Tensor         # [n_keys] softmax(scores)
+    scaled_weights: torch.Tensor  # [n_keys] softmax(scaled_scores)
+    max_weight: float
+    scaled_max_weight: float
+    grad_norm: float
+    scaled_grad_norm: float
+    median_max_weight: float
+    scaled_median_max_weight: float
+    median_grad_norm: float
+    scaled_median_grad_norm: float
+
+
+def _softmax_jacobian_norm(p: torch.Tensor) -> torch.Tensor:
+    """softmax 雅可比 diag(p) − p pᵀ 的 Frobenius 范数，p: [..., n] → [...]。"""
+    jac = torch.diag_embed(p) - p.unsqueeze(-1) * p.unsqueeze(-2)  # [..., n, n]
+    return jac.flatten(-2).norm(dim=-1)
+
+
+def softmax_saturation(d_k: int = 64, n_keys: int = 8, seed: int = 0,
+                       n_trials: int = 1000) -> SoftmaxSaturation:
+    """不缩放时 softmax 接近 one-hot、梯度接近 0；缩放后分布展开
+    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
+
+    每次抽样：一个 query 和 n_keys 个 key，分量独立取自 N(0, 1)。
+    """
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(n_trials, 1, d_k, generator=gen, dtype=torch.float64)
+    k = torch.randn(n_trials, n_keys, d_k, generator=gen, dtype=torch.float64)
+    scores = attention_scores(q, k).squeeze(-2)  # [n_trials, n_keys]
+    scaled = scale_scores(scores, d_k)           # [n_trials, n_keys]
+    p, ps = softmax_weights(scores), softmax_weights(scaled)
+    max_w, max_ws = p.max(dim=-1).values, ps.max(dim=-1).values
+    g, gs = _softmax_jacobian_norm(p), _softmax_jacobian_norm(ps)
+    i = max_w.argsort()[n_trials // 2].item()  # 典型的一次：最大权重处在中位数
+    return SoftmaxSaturation(
+        d_k=d_k, n_keys=n_keys, n_trials=n_trials,
+        scores=scores[i], scaled_scores=scaled[i],
+        weights=p[i], scaled_weights=ps[i],
+        max_weight=max_w[i].item(), scaled_max_weight=max_ws[i].item(),
+        grad_norm=g[i].item(), scaled_grad_norm=gs[i].item(),
+        median_max_weight=max_w.median().item(),
+        scaled_median_max_weight=max_ws.median().item(),
+        median_grad_norm=g.median().item(),
+        scaled_median_grad_norm=gs.median().item(),
+    )

@@ -70,7 +70,8 @@ class MultiHeadAttention(nn.Module):
         return t.transpose(1, 2).contiguous().view(batch, seq, self.d_model)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                return_weights: bool = False):
+                return_weights: bool = False,
+                ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """x: [batch, seq, d_model] → [batch, seq, d_model]
         （见第 4 节 多头注意力「完整的数据流」）。
 
@@ -99,7 +100,8 @@ class AttentionHead(nn.Module):
         self.W_K = nn.Linear(d_model, d_k)
         self.W_V = nn.Linear(d_model, d_k)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                ) -> tuple[torch.Tensor, torch.Tensor]:
         """x: [batch, seq, d_model] →
         (输出 [batch, seq, d_k], 权重 [batch, seq, seq])。
         """
@@ -149,7 +151,8 @@ class NaiveMultiHeadAttention(nn.Module):
         return naive
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                return_weights: bool = False):
+                return_weights: bool = False,
+                ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """x: [batch, seq, d_model] → [batch, seq, d_model]；
         可选返回权重 [batch, heads, seq, seq]。
         """

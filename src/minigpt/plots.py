@@ -4,14 +4,17 @@
 - 每个函数新建一张图（pyplot 管理）并返回 `Figure`；不调用 plt.show，也不替你关闭。
   在 notebook 里写 `fig = plots.xxx(...)`，单元格结束时图会显示一次；
   不要让调用本身成为单元格的最后一个表达式，否则会显示两次。
-- 导入本模块时显式加载 Noto Sans CJK 字体（不依赖 matplotlib 的字体缓存），
-  并设置 `axes.unicode_minus=False` 与固定的 `svg.hashsalt`，
-  保证中文不缺字、输出可复现。
+- 导入本模块不改动 matplotlib 的任何全局设置。画图之前先调用一次
+  `minigpt.notebook.setup_notebook()`（书页的第一个隐藏单元就这样做）
+  或 `setup_chinese_font()`：它显式加载 Noto Sans CJK 字体
+  （不依赖 matplotlib 的字体缓存），并设置 `axes.unicode_minus=False`
+  与固定的 `svg.hashsalt`，保证中文不缺字、输出可复现。
 - 热力图：行 = Query（正在看的 token），列 = Key（被看的 token），格子里标两位小数。
 """
 
 import math
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -19,11 +22,18 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib import font_manager
+from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from .experiments import cumulative_mass, first_half_share
+from .experiments import (
+    DotProductStat, FirstPositionVsLength, SoftmaxSaturation, cumulative_mass,
+    first_half_share,
+)
+
+# 画图函数接受的数据：张量、numpy 数组或嵌套列表
+ArrayLike = torch.Tensor | np.ndarray | Sequence
 
 FONT_FAMILY = "Noto Sans CJK SC"
 FONT_CANDIDATES = (
@@ -64,13 +74,11 @@ def setup_chinese_font() -> str:
     return path
 
 
-FONT_PATH = setup_chinese_font()
-
 
 # ---------------------------------------------------------------- 小工具
 
 
-def _np(t) -> np.ndarray:
+def _np(t: ArrayLike) -> np.ndarray:
     if isinstance(t, torch.Tensor):
         t = t.detach().cpu().double().numpy()
     return np.asarray(t, dtype=float)
@@ -108,8 +116,10 @@ def _draw_heatmap(ax, values: np.ndarray, row_labels, col_labels, vmin, vmax,
 # ------------------------------------------------------------ 第 2、3、4 节：热力图
 
 
-def attention_heatmap(weights, row_labels, col_labels, title=None, ax=None,
-                      vmin=0.0, vmax=1.0) -> Figure:
+def attention_heatmap(weights: ArrayLike, row_labels: Sequence[str],
+                      col_labels: Sequence[str], title: str | None = None,
+                      ax: Axes | None = None, vmin: float | None = 0.0,
+                      vmax: float | None = 1.0) -> Figure:
     """注意力权重热力图，每格标两位小数（见第 2 节 缩放点积注意力）。
 
     weights: [seq_q, seq_k]。画分数而不是权重时可传 vmin=None, vmax=None 自动取范围；
@@ -125,7 +135,8 @@ def attention_heatmap(weights, row_labels, col_labels, title=None, ax=None,
     return fig
 
 
-def masked_vs_unmasked(before, after, labels) -> Figure:
+def masked_vs_unmasked(before: ArrayLike, after: ArrayLike,
+                       labels: Sequence[str]) -> Figure:
     """遮蔽前后的注意力权重并排对比（见第 3 节 因果遮蔽）。"""
     fig, axes = _new(1, 2, figsize=(7.0, 3.6))
     for ax, w, title in zip(axes, (before, after),
@@ -137,7 +148,7 @@ def masked_vs_unmasked(before, after, labels) -> Figure:
     return fig
 
 
-def mask_matrix(mask, labels) -> Figure:
+def mask_matrix(mask: ArrayLike, labels: Sequence[str]) -> Figure:
     """因果遮蔽的遮蔽矩阵（0/1）：1 = 可以看，0 = 遮住（见第 3 节 因果遮蔽）。"""
     values = (_np(mask) != 0).astype(float)
     fig, ax = _new(figsize=(3.8, 3.4))
@@ -177,7 +188,7 @@ def leak_training(unmasked, masked) -> Figure:
     return fig
 
 
-def head_weights(weights_per_head, labels) -> Figure:
+def head_weights(weights_per_head: ArrayLike, labels: Sequence[str]) -> Figure:
     """每个头一张注意力热力图，共用一个颜色条（见第 4 节 多头注意力）。
 
     weights_per_head: [heads, seq, seq]（也接受 [1, heads, seq, seq]）。
@@ -201,11 +212,11 @@ def head_weights(weights_per_head, labels) -> Figure:
 # ------------------------------------------------------------ 第 2 节：为什么是 √d_k
 
 
-def variance_vs_dk(stats) -> Figure:
+def variance_vs_dk(stats: Sequence[DotProductStat]) -> Figure:
     """点积方差随 d_k 增长，除以 √d_k 后回到 1
     （见第 2 节 缩放点积注意力「缩放」）。
 
-    stats: `attention.dot_product_stats` 的结果。
+    stats: `experiments.dot_product_stats` 的结果。
     """
     d = np.array([s.d_k for s in stats], dtype=float)
     fig, ax = _new()
@@ -227,11 +238,11 @@ def variance_vs_dk(stats) -> Figure:
     return fig
 
 
-def softmax_saturation_plot(result) -> Figure:
+def softmax_saturation_plot(result: SoftmaxSaturation) -> Figure:
     """同一组分数缩放前后的 softmax 权重对比
     （见第 2 节 缩放点积注意力「缩放」）。
 
-    result: `attention.softmax_saturation` 的结果。
+    result: `experiments.softmax_saturation` 的结果。
     """
     fig, axes = _new(1, 2, figsize=(7.0, 3.4), sharey=True)
     keys = np.arange(result.n_keys)
@@ -255,7 +266,7 @@ def softmax_saturation_plot(result) -> Figure:
 # ---------------------------------------------------------------- 附录：梯度实验
 
 
-def gradient_curve(grad_norms, title, logy=False) -> Figure:
+def gradient_curve(grad_norms: ArrayLike, title: str, logy: bool = False) -> Figure:
     """每个输入位置的梯度范数曲线
     （见附录 RNN 与 Transformer 对比「画成曲线」）。
     """
@@ -273,7 +284,7 @@ def gradient_curve(grad_norms, title, logy=False) -> Figure:
     return fig
 
 
-def length_sweep(results) -> Figure:
+def length_sweep(results: Mapping[int, ArrayLike]) -> Figure:
     """不同序列长度下 RNN 的梯度，横轴为相对位置，纵轴对数
     （见附录 RNN 与 Transformer 对比「序列越长，开头越“冷”」）。
 
@@ -291,7 +302,7 @@ def length_sweep(results) -> Figure:
     return fig
 
 
-def rnn_vs_attention(rnn_grads, attn_grads) -> Figure:
+def rnn_vs_attention(rnn_grads: ArrayLike, attn_grads: ArrayLike) -> Figure:
     """RNN 与注意力从最后一个位置反传的梯度对比，纵轴对数
     （见附录 RNN 与 Transformer 对比）。
     """
@@ -309,7 +320,7 @@ def rnn_vs_attention(rnn_grads, attn_grads) -> Figure:
     return fig
 
 
-def last_token_weights(weights) -> Figure:
+def last_token_weights(weights: ArrayLike) -> Figure:
     """最后一个 token 对每个位置的注意力权重
     （见附录 RNN 与 Transformer 对比「最后一个 token 看向了哪里」）。
     """
@@ -327,7 +338,7 @@ def last_token_weights(weights) -> Figure:
     return fig
 
 
-def cumulative_mass_plot(rnn_grads, attn_grads) -> Figure:
+def cumulative_mass_plot(rnn_grads: ArrayLike, attn_grads: ArrayLike) -> Figure:
     """梯度累计占比：曲线越晚抬起，梯度越集中在末尾
     （见附录 RNN 与 Transformer 对比「梯度落在前半段还是后半段」）。
     """
@@ -350,7 +361,7 @@ def cumulative_mass_plot(rnn_grads, attn_grads) -> Figure:
     return fig
 
 
-def first_position_vs_length(result) -> Figure:
+def first_position_vs_length(result: FirstPositionVsLength) -> Figure:
     """位置 0 的梯度随序列长度的变化，纵轴对数
     （见附录 RNN 与 Transformer 对比，补充实验）。
 
