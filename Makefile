@@ -1,17 +1,16 @@
 # 《Attention 机制与 Transformer Block》的两条命令：make html、make test。
-# 其余：make pdf、make bench、make clean。
+# 其余：make unit、make serve、make pdf、make bench、make lock、make clean。
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.requirements-installed
+STAMP  := $(VENV)/.lock-installed
 
-.PHONY: html test pdf bench clean setup
+.PHONY: html test unit serve pdf bench lock clean setup
 
-# 建虚拟环境；只在 requirements.txt 或 pyproject.toml 变了之后才重新安装
-$(STAMP): requirements.txt pyproject.toml
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+# 建虚拟环境并按锁 requirements.lock 安装（锁里的包一个不多一个不少），再可编辑安装 minigpt；
+# 只在锁、requirements.txt 或 pyproject.toml 变了之后才重新安装（requirements.txt 改了而锁没刷新时停下，提示 make lock）
+$(STAMP): requirements.lock requirements.txt pyproject.toml
+	$(PYTHON) tools/lock.py install --venv $(VENV)
 	@touch $@
 
 setup: $(STAMP)
@@ -35,6 +34,16 @@ test: setup
 	@tools/system_deps.sh install browser
 	$(PY) -m pytest
 
+# 编辑—测试循环用的快速测试：不构建书、不启动内核、不建虚拟环境的那部分（一分钟以内）
+unit: setup
+	$(PY) -m pytest -m "not book and not kernel and not slow" -q
+
+# 本地预览：http://127.0.0.1:8000/ 。页面或 src/minigpt 一改就经由 tools/build_book.py 重建（过期缓存照样失效），
+# 浏览器自动刷新。PORT=0 让系统挑一个空闲端口
+PORT ?= 8000
+serve: setup
+	$(PY) tools/serve.py --port $(PORT)
+
 # PDF（XeLaTeX），输出到 _build/latex/book.pdf，并复制到网站 _build/html/attention-transformer-block.pdf
 # （缺 TeX 或中文字体时列出要装的 Debian 包并停下）
 pdf: setup
@@ -42,9 +51,13 @@ pdf: setup
 	$(PY) tools/build_book.py --builder pdflatex
 	@echo "PDF: _build/latex/book.pdf"
 
-# 基准（不是测试）：冷构建、空操作重建、改一段文字、改一个代码单元、以及所有代码在一个进程里跑的下限
+# 基准（不是测试）：冷构建、空操作重建，以及从保存到页面写到磁盘上的时间（改一段文字、改一个代码单元）
 bench: setup
 	$(PY) tools/bench.py
+
+# 刷新锁：在全新的虚拟环境里按 requirements.txt 解析，写出 requirements.lock（改了 requirements.txt 之后运行）
+lock:
+	$(PYTHON) tools/lock.py
 
 clean:
 	rm -rf _build

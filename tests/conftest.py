@@ -16,6 +16,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = REPO / "tools" / "build_book.py"
 FAILING_PAGES = Path(__file__).resolve().parent / "fixtures" / "failing_pages"
+sys.path.insert(0, str(REPO / "tools"))  # 构建脚本的辅助模块（nb_internals 等）供测试直接导入
 
 _spec = importlib.util.spec_from_file_location("build_book", BUILD_SCRIPT)
 build_book = importlib.util.module_from_spec(_spec)
@@ -74,7 +75,7 @@ def make_mini_book(tmp: Path, pages: dict[str, str], config_changes: dict | None
     if with_package:
         shutil.copytree(REPO / "src" / "minigpt", tmp / "src" / "minigpt",
                         ignore=shutil.ignore_patterns("__pycache__"))
-        for rel in ("requirements.txt", "pyproject.toml"):
+        for rel in ("requirements.txt", "requirements.lock", "pyproject.toml"):
             shutil.copy(REPO / rel, tmp / rel)
     names = list(pages)
     toc = {"format": "jb-book", "root": names[0]}

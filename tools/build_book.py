@@ -5,14 +5,16 @@
 它在 `jupyter-book build` 之外多做几件事：
 
 1. **不发布过期输出**。jupyter-cache 只按代码单元的源码、元数据和 kernelspec 判断要不要重跑，
-   改了 `src/minigpt` 里的函数，页面却不会重跑。这里对 `src/minigpt/**/*.py`、`requirements.txt`
-   和 `pyproject.toml` 求一个摘要（执行键），与上次构建时记下的不同，就清空执行缓存，并从全新的
+   改了 `src/minigpt` 里的函数，页面却不会重跑。这里对 `src/minigpt/**/*.py`、`requirements.txt`、
+   `requirements.lock` 和 `pyproject.toml` 求一个摘要（执行键），与上次构建时记下的不同，就清空执行缓存，并从全新的
    Sphinx 环境构建（页面文本没变时 Sphinx 不会重读它，也就不会重新执行它）。
 2. **增量构建不掩盖旧错误**。Sphinx 不会为没有重读的页面重发警告；上一次构建没有成功
    （或要求 `--fresh`）时，就用 `--all` 从全新的 Sphinx 环境构建。
-3. **并行预执行**。Jupyter Book 1.x 一页一页地执行笔记本；这里先用两个进程把执行缓存里缺的页面
-   跑好（与 myst-nb 相同的读法、超时与缓存键），Sphinx 随后直接取用缓存。预执行失败的页面不入缓存，
-   交给 Sphinx 重新执行并照常报错。
+3. **并行预执行**。Jupyter Book 1.x 一页一页地执行笔记本；这里先按本机的 CPU 数开几个进程，把执行
+   缓存里缺的页面跑好（与 myst-nb 相同的读法、超时与缓存键），Sphinx 随后直接取用缓存。预执行失败的
+   页面不入缓存，交给 Sphinx 重新执行并照常报错。用到的 myst-nb / jupyter-cache 内部接口都在
+   `tools/nb_internals.py` 里，版本不是验证过的版本时构建停下并指名是哪个包。
+   执行缓存是可丢弃的：它损坏时（例如数据库文件被写坏）说一句、删掉重建，构建照常完成。
 4. **PDF**（`--builder pdflatex`，XeLaTeX）：与 HTML 共用 `_build/.doctrees` 和执行缓存（页面不会再执行
    一遍），输出 `_build/latex/book.pdf`，成功后复制到网站根目录（文件名是 _config.yml 的 `book_pdf_on_site`）
    （首页的“下载 PDF”链接）。任何构建失败都让所有构建器的“上次成功”标记作废（见 main）。
@@ -30,9 +32,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import nb_internals  # noqa: E402  myst-nb / jupyter-cache 的内部接口只经由它
+
 REPO = Path(__file__).resolve().parent.parent
 # 执行键覆盖的文件：页面 import 的包、以及决定各库版本的文件
-KEY_GLOBS = ("src/minigpt/**/*.py", "requirements.txt", "pyproject.toml")
+KEY_GLOBS = ("src/minigpt/**/*.py", "requirements.txt", "requirements.lock", "pyproject.toml")
 
 
 def execution_key(root: Path) -> str:
@@ -115,61 +120,70 @@ def toc_pages(root: Path, toc: Path) -> list[Path]:
     return [root / f"{doc}.md" for doc in docs if (root / f"{doc}.md").exists()]
 
 
-def _read_notebook(path: Path):
-    """与 myst-nb 相同的方式把 MyST 文本笔记本读成 nbformat 对象；不是笔记本则返回 None。"""
-    from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
-
-    text = path.read_text(encoding="utf-8")
-    if not is_myst_markdown_notebook(text):
-        return None
-    return read_myst_markdown_notebook(text, add_source_map=True, path=str(path))
+def cpu_workers() -> int:
+    """预执行用几个进程：本进程能用的 CPU 数（容器或 taskset 限制过的话按限制算）。"""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # 没有 sched_getaffinity 的平台
+        return max(1, os.cpu_count() or 1)
 
 
 def _execute_one(path_str: str, timeout: int):
     """（子进程里）执行一页；返回 (路径, 执行后的笔记本或 None, 秒数)。"""
-    from jupyter_cache.executors.utils import single_nb_execution
-
+    nbi = nb_internals.load()
     path = Path(path_str)
-    nb = _read_notebook(path)
-    result = single_nb_execution(nb, cwd=str(path.parent), allow_errors=False,
-                                 timeout=timeout, meta_override=True)
-    return path_str, (None if result.err else nb), result.time
+    nb = nbi.read_notebook(path)
+    ok, seconds = nbi.execute(nb, path.parent, timeout)
+    return path_str, (nb if ok else None), seconds
 
 
-def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, workers: int = 2) -> None:
+def ensure_cache_usable(cache_dir: Path) -> bool:
+    """执行缓存损坏时（数据库写坏、空文件……）说一句、删掉它，返回 True；能用返回 False。
+
+    缓存是可丢弃的：删掉之后页面会重新执行，缓存随之重建。
+    """
+    reason = nb_internals.load().probe_cache(cache_dir)
+    if reason is None:
+        return False
+    print(f"[build_book] 执行缓存 {cache_dir} 已损坏（{reason}）：已删除，所有页面将重新执行并重建缓存。",
+          flush=True)
+    nb_internals.discard_cache(cache_dir)
+    return True
+
+
+def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, workers: int | None = None) -> None:
     """把执行缓存里还没有的页面并行执行好并存入缓存。"""
     from concurrent.futures import ProcessPoolExecutor
 
-    from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
-
-    cache = get_cache(str(cache_dir))
+    nbi = nb_internals.load()
+    workers = workers or cpu_workers()
+    cache = nbi.open_cache(cache_dir)
     todo = []
     for page in pages:
-        nb = _read_notebook(page)
-        if nb is None:
+        nb = nbi.read_notebook(page)
+        if nb is None or nbi.is_cached(cache, nb):
             continue
-        try:
-            cache.match_cache_notebook(nb)
-        except KeyError:
-            if any(c.cell_type == "code" for c in nb.cells):
-                todo.append(page)
-            else:  # 没有代码单元的笔记本，执行前后完全一样：直接入缓存，省掉一次内核启动
-                cache.cache_notebook_bundle(CacheBundleIn(nb, str(page)), check_validity=False, overwrite=True)
-    if len(todo) < 2:  # 只有一页要跑时并行没有好处，交给 Sphinx
+        if any(c.cell_type == "code" for c in nb.cells):
+            todo.append(page)
+        else:  # 没有代码单元的笔记本，执行前后完全一样：直接入缓存，省掉一次内核启动
+            nbi.store(cache, nb, str(page))
+    if len(todo) < 2 or workers < 2:  # 只有一页要跑、或只有一个 CPU 时并行没有好处，交给 Sphinx
         return
+    workers = min(workers, len(todo))
     print(f"[build_book] 并行预执行 {len(todo)} 页（{workers} 个进程）…", flush=True)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(_execute_one, str(p), timeout) for p in todo]
-        for future in futures:
-            path_str, nb, seconds = future.result()
+        for page, future in zip(todo, futures):
+            try:
+                path_str, nb, seconds = future.result()
+            except Exception as exc:  # noqa: BLE001  子进程本身出了问题：同样交给 Sphinx
+                print(f"[build_book] 预执行失败：{page}（{type(exc).__name__}；交给 Sphinx 重新执行并报告）",
+                      flush=True)
+                continue
             if nb is None:
                 print(f"[build_book] 预执行失败：{path_str}（交给 Sphinx 重新执行并报告）", flush=True)
                 continue
-            cache.cache_notebook_bundle(
-                CacheBundleIn(nb, path_str, data={"execution_seconds": seconds}),
-                check_validity=False, overwrite=True,
-            )
+            nbi.store(cache, nb, path_str, seconds)
 
 
 # PDF 的固定位置（make pdf 的产物）
@@ -215,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help="输出目录（其下生成 _build/），默认是书的根目录；多人同时构建时各用各的")
     parser.add_argument("--toc", type=Path, default=None, help="改用另一份目录文件（只构建其中的页面）")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="预执行的进程数，默认是本机可用的 CPU 数")
     args = parser.parse_args(argv)
 
     root = args.root.resolve()
@@ -226,18 +242,24 @@ def main(argv: list[str] | None = None) -> int:
         print("[build_book] src/minigpt 或依赖有改动：已清空执行缓存，所有页面将重新执行。", flush=True)
     warm_up(env)
     os.environ.update(env)  # 预执行的内核与 Sphinx 的内核用同样的环境
+    try:
+        nb_internals.check_versions()
+    except nb_internals.UnsupportedVersions as exc:
+        print(f"[build_book] {exc}", file=sys.stderr)
+        return 2
+    cache_rebuilt = ensure_cache_usable(build_dir / ".jupyter_cache")
     ok_marker = build_dir / f".last-{args.builder}-ok"
     pages = toc_pages(root, (args.toc or root / "_toc.yml").resolve())
     # 上次成功之后没有页面改过、执行键也没变：缓存里什么都不缺，省掉预执行的检查
-    unchanged = (ok_marker.exists() and key_change is None
+    unchanged = (ok_marker.exists() and key_change is None and not cache_rebuilt
                  and all(p.stat().st_mtime < ok_marker.stat().st_mtime for p in pages))
     if not unchanged:
         config = yaml_load(root / "_config.yml")
         pre_execute(pages, build_dir / ".jupyter_cache",
-                    int(config.get("execute", {}).get("timeout", 30)))
+                    int(config.get("execute", {}).get("timeout", 30)), args.workers)
 
     # 页面文本没变时 Sphinx 不会重读它，也就不会重新执行：缓存清空之后必须从全新环境构建
-    fresh = args.fresh or not ok_marker.exists() or key_change is not None
+    fresh = args.fresh or not ok_marker.exists() or key_change is not None or cache_rebuilt
     ok_marker.unlink(missing_ok=True)
 
     cmd = [

@@ -1,0 +1,84 @@
+"""环境的锁：requirements.txt 是直接依赖，requirements.lock 是解析出的全部包；make setup 按锁安装。
+
+快的检查（make unit 也跑）：锁的格式、锁与 requirements.txt 一致、pyproject.toml 声明了 minigpt 运行时
+import 的每个第三方包。慢的检查（标记 slow，make test 里跑）：从锁建一个全新的虚拟环境（不继承系统的
+site-packages），装上的包与锁一个不多、一个不少、版本相同。
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import tomllib
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+import pytest
+
+import lock
+from conftest import REPO
+
+
+def test_lock_pins_every_package_exactly_once_and_holds_no_editable_line():
+    lines = [line for line in lock.LOCK.read_text(encoding="utf-8").splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert len(lines) > 50, "锁里的包太少，不像是整个环境"
+    assert all(lock._PIN.match(line) for line in lines), [line for line in lines if not lock._PIN.match(line)]
+    names = [lock.canonical(line.split("==")[0]) for line in lines]
+    assert len(names) == len(set(names)), "锁里有重复的包"
+    for needed in ("torch", "sphinx", "myst-nb", "jupyter-cache", "sphinx-external-toc",
+                   "sphinx-togglebutton", "sphinx-thebe", "nbformat", "pyyaml", "beautifulsoup4", "pip"):
+        assert needed in names, f"锁里没有 {needed}"
+    assert "minigpt" not in names
+
+
+def test_lock_agrees_with_the_direct_requirements():
+    assert lock.stale_pins() == [], "requirements.txt 改了而锁没有刷新：运行 make lock"
+
+
+def test_stale_lock_is_detected(tmp_path):
+    req, lck = tmp_path / "requirements.txt", tmp_path / "requirements.lock"
+    req.write_text("torch==2.13.0\nfoo==1.0\nbar==2.0\n-e .\n")
+    lck.write_text("# 注释\ntorch==2.13.0+cpu\nfoo==1.1\n")
+    assert lock.stale_pins(req, lck) == ["foo==1.0（锁里是 1.1）", "bar==2.0（锁里是 没有）"]
+
+
+def _third_party_imports() -> set[str]:
+    names = set()
+    for path in (REPO / "src" / "minigpt").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return {n for n in names if n not in sys.stdlib_module_names and n not in ("minigpt", "__future__")}
+
+
+def test_pyproject_declares_what_minigpt_imports_at_runtime():
+    declared = {lock.canonical(d.split(";")[0].split("=")[0].split("<")[0].split(">")[0].strip())
+                for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]}
+    dists = packages_distributions()
+    imports = _third_party_imports()
+    assert {"torch", "numpy", "matplotlib"} <= imports
+    needed = {lock.canonical(dists[name][0]) for name in imports}
+    assert needed <= declared, f"pyproject.toml 没有声明：{sorted(needed - declared)}"
+
+
+@pytest.mark.slow
+def test_fresh_venv_from_the_lock_has_exactly_the_locked_set(tmp_path):
+    """按 make setup 的做法（tools/lock.py install）建一个全新的虚拟环境，再与锁逐行比较（约一两分钟）。"""
+    venv = tmp_path / "venv"
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "lock.py"), "install", "--venv", str(venv)],
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    python = venv / "bin" / "python"
+    cfg = (venv / "pyvenv.cfg").read_text()
+    assert "include-system-site-packages = false" in cfg
+    installed = sorted(lock.freeze(python).splitlines(), key=str.lower)
+    locked = sorted((line for line in lock.LOCK.read_text(encoding="utf-8").splitlines()
+                     if line.strip() and not line.startswith("#")), key=str.lower)
+    assert installed == locked
+    where = subprocess.run([str(python), "-c", "import minigpt, sys; print(minigpt.__file__)"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(where).resolve() == (REPO / "src" / "minigpt" / "__init__.py").resolve()

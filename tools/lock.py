@@ -1,0 +1,126 @@
+"""整个 Python 环境的锁：requirements.txt 是直接依赖，requirements.lock 是解析出的全部包（每个都是 ==）。
+
+用法：
+  python tools/lock.py            # 刷新锁（make lock）：在临时目录里建全新的虚拟环境，
+                                  # 按 requirements.txt 安装，再把装上的每个包连同版本写进 requirements.lock
+  python tools/lock.py install --venv .venv
+                                  # 按锁安装（make setup）：锁里的包一个不多一个不少（--no-deps），
+                                  # 再以可编辑方式装上本书的包 minigpt，最后 pip check 确认依赖自洽
+
+改了 requirements.txt（加一个依赖、换一个版本）之后运行 `make lock`，把 requirements.txt 与
+requirements.lock 一起提交。tests/test_lock.py 检查两者一致，并从锁建一个全新的环境核对它。
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+REQUIREMENTS = REPO / "requirements.txt"
+LOCK = REPO / "requirements.lock"
+
+HEADER = """\
+# 整个 Python 环境的锁：由 `make lock`（tools/lock.py）从 requirements.txt 在全新的虚拟环境里解析生成，
+# 不要手改。make setup 按它安装（--no-deps：锁里有什么就装什么），本书的包 minigpt 另以 `pip install -e .` 安装。
+# 改了 requirements.txt 之后运行 make lock，把两个文件一起提交。
+"""
+
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)$")
+
+
+def canonical(name: str) -> str:
+    """包名的规范形式（PEP 503）：大小写、-、_、. 都不区分。"""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def read_pins(path: Path) -> dict[str, str]:
+    """读 name==version 行（跳过注释、空行和 -e），返回 {规范包名: 版本}。"""
+    pins: dict[str, str] = {}
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line or line.startswith("-e"):
+            continue
+        m = _PIN.match(line)
+        if not m:
+            raise SystemExit(f"{path.name}: 不是 name==version 形式的一行：{raw!r}")
+        pins[canonical(m.group(1))] = m.group(2)
+    return pins
+
+
+def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    print("[lock] " + " ".join(cmd), flush=True)
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def freeze(python: Path) -> str:
+    """环境里的全部包（含 pip 自己），不含可编辑安装的 minigpt。"""
+    return run([str(python), "-m", "pip", "freeze", "--all", "--exclude-editable"],
+               capture_output=True, text=True).stdout
+
+
+def new_venv(path: Path) -> Path:
+    base = getattr(sys, "_base_executable", sys.executable)
+    run([base, "-m", "venv", str(path)])
+    return path / "bin" / "python"
+
+
+def refresh_lock() -> None:
+    with tempfile.TemporaryDirectory(prefix="lock-") as tmp:
+        python = new_venv(Path(tmp) / "venv")
+        run([str(python), "-m", "pip", "install", "--quiet", "-r", str(REQUIREMENTS)], cwd=REPO)
+        frozen = freeze(python)
+    lines = sorted((line for line in frozen.splitlines() if line.strip()), key=str.lower)
+    LOCK.write_text(HEADER + "\n".join(lines) + "\n", encoding="utf-8")
+    stale = stale_pins()
+    if stale:
+        raise SystemExit("新写的锁与 requirements.txt 不一致：" + "；".join(stale))
+    print(f"[lock] 写入 {LOCK.relative_to(REPO)}：{len(lines)} 个包")
+
+
+def stale_pins(requirements: Path = REQUIREMENTS, lock: Path = LOCK) -> list[str]:
+    """requirements.txt 里钉的版本与锁不一致的包（锁里没有、或版本不同）；一致时为空。
+
+    torch 这类带本地版本号的包（锁里是 2.13.0+cpu）按公开版本号比较。
+    """
+    locked = read_pins(lock)
+    problems = []
+    for name, wanted in read_pins(requirements).items():
+        have = locked.get(name)
+        if have is None or have.split("+", 1)[0] != wanted.split("+", 1)[0]:
+            problems.append(f"{name}=={wanted}（锁里是 {have or '没有'}）")
+    return problems
+
+
+def install(venv: Path) -> None:
+    """按锁安装到 venv（不存在就新建）。requirements.txt 改了而锁没有刷新时停下。"""
+    stale = stale_pins()
+    if stale:
+        raise SystemExit("requirements.lock 与 requirements.txt 不一致：" + "；".join(stale)
+                         + "。请运行 make lock 刷新锁，再把两个文件一起提交。")
+    python = venv / "bin" / "python"
+    if not python.exists():
+        new_venv(venv)
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--no-deps"]
+    run(pip + ["-r", str(LOCK)], cwd=REPO)
+    run(pip + ["-e", str(REPO)], cwd=REPO)
+    run([str(python), "-m", "pip", "check"], cwd=REPO, stdout=subprocess.DEVNULL)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("action", nargs="?", default="refresh", choices=["refresh", "install"])
+    parser.add_argument("--venv", type=Path, default=REPO / ".venv")
+    args = parser.parse_args(argv)
+    if args.action == "install":
+        install(args.venv.resolve())
+    else:
+        refresh_lock()
+
+
+if __name__ == "__main__":
+    main()
