@@ -32,7 +32,7 @@ def toc_docnames() -> list[str]:
 @dataclass
 class BuildResult:
     root: Path
-    returncode: int
+    returncode: int | None  # None：BOOK_PREBUILT，这次测试没有运行构建
     output: str
 
     @property
@@ -87,6 +87,14 @@ def make_mini_book(tmp: Path, pages: dict[str, str], config_changes: dict | None
     return tmp
 
 
+def pytest_collection_modifyitems(items):
+    """用到整本书构建的测试（built_book）会启动内核：自动带上 book 与 kernel 标记，make unit 不跑它们。"""
+    for item in items:
+        if "built_book" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.book)
+            item.add_marker(pytest.mark.kernel)
+
+
 @pytest.fixture(scope="session")
 def built_book() -> BuildResult:
     """整本书从全新的 Sphinx 环境构建一次（--fresh），供所有检查渲染结果的测试共用。
@@ -98,7 +106,7 @@ def built_book() -> BuildResult:
         out = Path(prebuilt).resolve()
         if not (out / "_build" / ".last-html-ok").exists():
             pytest.fail(f"BOOK_PREBUILT={out} 下没有一次成功的 HTML 构建")
-        return BuildResult(out, 0, "(prebuilt)")
+        return BuildResult(out, None, "(prebuilt)")
     result = run_build(REPO, "--fresh")
     if result.returncode != 0:
         pytest.fail(f"整本书构建失败（退出码 {result.returncode}）:\n{result.output[-8000:]}")

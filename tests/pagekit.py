@@ -316,3 +316,87 @@ def resources(path: Path) -> Resources:
     ResourceParser(result).feed(path.read_text(encoding="utf-8"))
     result.title = result.title.strip()
     return result
+
+
+# ---------------------------------------------------------------- 按元素查找（BeautifulSoup）
+# 表格的某一行、段落、glue 值所在的句子、整页的 CSS 选择器：这些用 BeautifulSoup（requirements.txt 的 beautifulsoup4）。
+
+from bs4 import BeautifulSoup, Comment, Tag  # noqa: E402
+from bs4.element import Declaration, Doctype, ProcessingInstruction  # noqa: E402
+
+_NOT_TEXT = (Comment, Declaration, Doctype, ProcessingInstruction)
+
+
+def soup(path: Path) -> BeautifulSoup:
+    """整页 HTML 的 BeautifulSoup 对象。"""
+    path = Path(path)
+    assert path.is_file(), f"没有生成 {path}"
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def articles(doc: BeautifulSoup) -> list[Tag]:
+    """页面正文：最外层的 <article>（主题把正文放在 article.bd-article 里）。"""
+    return [a for a in doc.find_all("article") if a.find_parent("article") is None]
+
+
+def text_nodes(node: Tag) -> list:
+    """node 里的文字节点，按出现顺序（不含注释、脚本与样式）。"""
+    return [s for s in node.find_all(string=True)
+            if not isinstance(s, _NOT_TEXT) and s.find_parent(["script", "style"]) is None]
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def pasted_after(page: Page, before: str) -> list[str]:
+    """紧跟在文字 before 后面（中间只隔空白）的 glue 值：检查“这个数出现在它该出现的句子里”，
+    而不是“页面上某处有这个子串”。"""
+    found, text = [], ""
+    for article in articles(soup(page.path)):
+        pasted = article.find_all(["span", "div"], class_="pasted-text")
+        starts = {id(nodes[0]): tag for tag in pasted if (nodes := text_nodes(tag))}
+        for node in text_nodes(article):
+            if id(node) in starts and text.rstrip().endswith(before):
+                found.append(starts[id(node)].get_text().strip())
+            text += str(node)
+    return found
+
+
+def table_rows(table: Tag) -> list[list[str]]:
+    """表格每一行（含表头）各单元格的文字（合并空白）。"""
+    return [[_squash(cell.get_text()) for cell in tr.find_all(["th", "td"])] for tr in table.find_all("tr")]
+
+
+def find_table_row(page: Page, first_cell: str) -> list[str]:
+    """正文表格里第一格是 first_cell 的那一行；没有就让测试失败。"""
+    for article in articles(soup(page.path)):
+        for table in article.find_all("table"):
+            for row in table_rows(table):
+                if row and row[0] == first_cell:
+                    return row
+    raise AssertionError(f"{page.path.name} 的正文表格里没有以“{first_cell}”开头的行")
+
+
+def paragraphs(page: Page) -> list[str]:
+    """正文里普通段落（不带 class 的 <p>，不含图注、提示框标题等）的文字，合并空白。"""
+    return [_squash(p.get_text()) for p in articles(soup(page.path))[0].find_all("p") if not p.attrs]
+
+
+def prose_text(page: Page) -> str:
+    """正文去掉代码（<pre>、<code>）之后的文字，合并空白。"""
+    article = BeautifulSoup(str(articles(soup(page.path))[0]), "html.parser")
+    for tag in article.find_all(["pre", "code"]):
+        tag.decompose()
+    return _squash(article.get_text())
+
+
+def tables(page: Page) -> list[tuple[list[str], list[list[str]]]]:
+    """正文里每张表的（表头单元格, 表体各行的单元格），都是合并空白后的文字。"""
+    found = []
+    for table in articles(soup(page.path))[0].find_all("table"):
+        head = [_squash(th.get_text()) for th in table.find_all("th") if th.find_parent("tbody") is None]
+        body = table.find("tbody")
+        rows = [[_squash(td.get_text()) for td in tr.find_all("td")] for tr in body.find_all("tr")] if body else []
+        found.append((head, rows))
+    return found

@@ -9,7 +9,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from bs4 import BeautifulSoup
+
+import golden as G
+from pagekit import soup as read_html
+from pagekit import table_rows
 
 pytestmark = pytest.mark.book
 
@@ -22,7 +25,7 @@ FIGURES = [
 @pytest.fixture(scope="module")
 def page(built_book):
     path = built_book.html / "book" / "appendix_rnn.html"
-    return path, BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+    return path, read_html(path)
 
 
 def _outputs(soup) -> str:
@@ -42,16 +45,16 @@ def test_title(page):
 def test_printed_losses_and_gradients(page):
     _, soup = page
     out = _outputs(soup)
-    assert "RNN(4, 8, batch_first=True)" in out
-    assert "(1, 80, 4)" in out and "(1, 80, 8)" in out and "(1, 1, 8)" in out
-    assert "loss = 0.116176" in out
-    assert "loss = 0.004143" in out
-    for printed in ("1.714e-19", "5.538e-10", "6.119e-02",   # RNN：位置 0 / 40 / 79
-                    "7.288e-19", "2.784e-02",                # 前 5 / 后 5 个位置的平均
-                    "3.068e-04", "3.023e+02", "3.570e+17",   # 长度扫描
-                    "4.031e-04", "5.811e-04", "4.936e-03"):  # 注意力：位置 0 / 40 / 79
-        assert printed in out, printed
-    assert re.search(r"权重之和: 1\.000", out)
+    assert G.AP_RNN_REPR in out
+    for shape in G.AP_RNN_SHAPES.values():
+        assert str(shape) in out, shape
+    assert f"loss = {G.AP_RNN_LOSS_6F}" in out
+    assert f"loss = {G.AP_ATTN_LOSS_6F}" in out
+    printed = [*G.AP_RNN_GRAD_3E.values(), *G.AP_ATTN_GRAD_3E.values()]
+    printed += [G.AP_LENGTH_SWEEP_3E[10][0], G.AP_LENGTH_SWEEP_3E[10][2], G.AP_LENGTH_SWEEP_3E[80][2]]
+    for number in printed:
+        assert number in out, number
+    assert re.search(rf"权重之和: {re.escape(G.AP_ATTN_WEIGHT_SUM_3F)}", out)
 
 
 def test_first_half_shares_are_glued_into_the_prose(page):
@@ -66,8 +69,9 @@ def test_first_half_shares_are_glued_into_the_prose(page):
     assert re.search(rf"RNN:\s+{rnn_half:.3e}", _outputs(soup))
     assert f"{rnn_half:.1e}" in prose and f"{rnn_half * 100:.1e}%" in prose
     assert not re.search(r"RNN[^\n]*0\.000%", _outputs(soup))
-    assert f"{attn_half:.3%}" == "42.973%" and "42.973%" in prose
-    for number in ("0.116176", "0.004143", "1.714e-19", "5.538e-10", "6.119e-02"):
+    assert f"{attn_half:.3%}" == G.AP_FIRST_HALF_SHARE["Attention"] and G.AP_FIRST_HALF_SHARE["Attention"] in prose
+    rnn = G.AP_RNN_GRAD_3E
+    for number in (G.AP_RNN_LOSS_6F, G.AP_ATTN_LOSS_6F, rnn["位置 0"], rnn["位置 40"], rnn["位置 79"]):
         assert number in prose, f"正文里没有 glue 进来的 {number}"
 
 
@@ -114,7 +118,7 @@ def test_path_length_table(page):
     _, soup = page
     table = soup.find("table", id="tbl-ap-path")
     assert table is not None
-    rows = [[c.get_text(strip=True) for c in tr.find_all(["th", "td"])] for tr in table.find_all("tr")]
+    rows = table_rows(table)
     assert rows[0] == ["层的类型", "顺序操作数", "最大路径长度", "每层计算量"]
     assert rows[1] == ["循环层（RNN）", "O(n)", "O(n)", "O(n·d²)"]
     assert rows[2] == ["自注意力", "O(1)", "O(1)", "O(n²·d)"]

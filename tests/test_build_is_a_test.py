@@ -19,7 +19,7 @@ import pytest
 from conftest import BUILD_SCRIPT, FAILING_PAGES, make_mini_book, run_build
 from pagekit import load_path
 
-pytestmark = pytest.mark.book
+pytestmark = [pytest.mark.book, pytest.mark.kernel]  # 构建小书：每页启动一个内核
 
 
 def build_fixture(tmp_path, name, **config_changes):

@@ -164,6 +164,8 @@ def test_readme_and_notebook_tell_students_to_pip_install_the_wheel(unpacked):
 
 # ---------------------------------------------------------------- 在全新环境里运行
 
+@pytest.mark.kernel
+@pytest.mark.slow  # 建全新的虚拟环境、装 wheel、启动内核
 def test_fresh_venv_with_answers_passes_every_checker(unpacked, fresh_kernel):
     nb = nbformat.read(unpacked / "homework_student.ipynb", as_version=4)
     answers = tool.solutions()
@@ -183,6 +185,8 @@ def test_fresh_venv_with_answers_passes_every_checker(unpacked, fresh_kernel):
     assert "site-packages" in where[0] and REPO.as_posix() not in where[0] and REPO.as_posix() not in where[1]
 
 
+@pytest.mark.kernel
+@pytest.mark.slow  # 建全新的虚拟环境、装 wheel、启动内核
 def test_fresh_venv_with_placeholders_stops_at_the_first_checker(unpacked, fresh_kernel):
     nb = nbformat.read(unpacked / "homework_student.ipynb", as_version=4)
     with pytest.raises(CellExecutionError) as info:

@@ -17,9 +17,9 @@ from urllib.parse import unquote, urlsplit
 
 import nbformat
 import pytest
-from bs4 import BeautifulSoup
 
 from conftest import REPO
+from pagekit import soup as read_html
 
 BOOK = REPO / "book"
 NOTEBOOK = BOOK / "homework_student.ipynb"
@@ -99,7 +99,7 @@ def test_exercise_directive_becomes_plain_markdown():
 @pytest.fixture(scope="module")
 def homework_html(built_book):
     path = built_book.html / "book" / "homework.html"
-    return path, BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+    return path, read_html(path)
 
 
 @pytest.mark.book
@@ -173,7 +173,7 @@ def test_homework_page_links_the_bundle(homework_html):
 @pytest.mark.book
 def test_download_menu_of_every_page_links_the_bundle(built_book):
     for page in (built_book.html / "book").glob("*.html"):
-        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        soup = read_html(page)
         item = soup.select_one("a.btn-download-homework-bundle-button")
         assert item is not None, f"{page.name}: 下载菜单里没有作业包"
         assert item.get_text(strip=True) == "作业包"

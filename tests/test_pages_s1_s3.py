@@ -16,7 +16,9 @@ import pytest
 import torch
 
 from conftest import REPO
-from pagekit import Page, assert_figures, load, load_path, plain, self_check
+import golden as G
+from minigpt.data import make_toy_example
+from pagekit import Page, assert_figures, load, load_path, pasted_after, plain, self_check
 
 pytestmark = pytest.mark.book
 
@@ -122,9 +124,9 @@ def test_s1_shows_vocab_ids_and_the_seeded_X(built_book):
     assert "[0, 2, 4]" in page.text
     assert "[0, 2, 4, 6, 0, 9]" in page.text  # sofa → [UNK]
     assert "[PAD]" in page.text and "[UNK]" in page.text
-    for value in ("1.9269", "1.4873", "-2.1055", "-0.4974"):
+    for value in (G.S1_X_4F[0][0], G.S1_X_4F[0][1], G.S1_X_4F[0][3], G.S1_X_4F[2][2]):
         assert value in page.text, value
-    assert "1.9269" in page.pasted  # 正文引用 X[0, 0] 用的是 glue
+    assert G.S1_X_4F[0][0] in page.pasted  # 正文引用 X[0, 0] 用的是 glue
     assert any("W_Q" in m for m in page.math)
 
 
@@ -175,11 +177,14 @@ def test_s1_ends_with_self_check(built_book):
 def test_s2_regenerated_numbers_and_glued_scale(built_book):
     page = load(built_book, "s2_scaled_dot_product")
     assert page.title.endswith("缩放点积注意力")
-    for value in ("-0.9139", "-0.6422", "0.4003", "0.2454", "0.2811", "0.4735", "-0.0709", "0.7985"):
+    output_row0 = [f"{v:.4f}" for v in G.S2_OUTPUT_ROW0_FULL[:2]]
+    for value in (*G.S2_SCORES_4F[0], *G.S2_WEIGHTS_4F[0], *output_row0):
         assert value in page.text, value
-    assert "2.00" in page.pasted, page.pasted
+    # 缩放的除数是 glue 进来的 √d_k，就在说“除以了”的那句话里
+    d_k = make_toy_example().Q.shape[-1]
+    assert pasted_after(page, "都除以了") == [f"{math.sqrt(d_k):.2f}"], page.pasted
     # 第 4 节会引用的 sat 行
-    for value in ("0.2493", "0.3921", "0.3586"):
+    for value in G.S2_WEIGHTS_4F[2]:
         assert value in page.pasted, value
     assert "雅可比" not in page.text
 

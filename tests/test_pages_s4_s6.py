@@ -22,7 +22,7 @@ from minigpt.layers import (
     TransformerBlock,
     feedforward_num_params,
 )
-from pagekit import assert_figures, load, plain, self_check
+from pagekit import assert_figures, find_table_row, load, plain, self_check
 
 pytestmark = pytest.mark.book
 
@@ -152,8 +152,14 @@ def test_s4_each_head_scales_by_its_own_sqrt_dk_and_shares_the_mask(built_book):
 
 def test_s4_illustration_is_labelled_and_real_heads_are_shown(built_book):
     page = load(built_book, "s4_multi_head")
-    assert "示意" in page.text
-    assert "0.70" in page.text and "0.05" in page.text  # 示意的两行
+    # 示意的两行：每行是 sat 分给 the / cat / sat 的权重，加起来是 1，最大的那一格与解读一致
+    assert find_table_row(page, "示意")[1:4] == ["the", "cat", "sat"]
+    for first_cell, top in (("头 1（比如偏向语法关系）", "cat"), ("头 2（比如偏向语义）", "sat")):
+        row = find_table_row(page, first_cell)
+        weights = dict(zip(("the", "cat", "sat"), map(float, row[1:4])))
+        assert abs(sum(weights.values()) - 1) < 1e-9, row
+        assert max(weights, key=weights.get) == top and row[4].startswith(f"{top} 最高") or \
+            (top == "sat" and row[4].startswith("自己最高")), row
     assert_figures(page, {"fig-s4-heads": "4.1"})
     # 图旁边正文里的每个头的 sat 行，和种子 42 的 mha 算出来的一致
     _, mha = _seeded_x_and(lambda: MultiHeadAttention(8, 2))

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import golden as G
 from conftest import REPO, BuildResult, build_book, run_build, toc_docnames
 from pagekit import load_path
 
@@ -30,9 +31,9 @@ PDF_ON_SITE = build_book.pdf_on_site(REPO)  # _config.yml 的 book_pdf_on_site
 # 书里几个由代码算出、正文反复引用的数字（种子 42，见 shared/NOTES.md “The source's own numbers”）：
 # 它们必须出现在 PDF 里。其余执行页面的数字从同一次构建的 HTML 输出里取（见 test_every_executed_page…）。
 KEY_NUMBERS = {
-    "book/s1_intuition": "1.9269",           # X[0, 0]
-    "book/s2_scaled_dot_product": "0.2454",
-    "book/appendix_rnn": "0.116176",
+    "book/s1_intuition": G.S1_X_4F[0][0],             # X[0, 0]
+    "book/s2_scaled_dot_product": G.S2_WEIGHTS_4F[0][0],
+    "book/appendix_rnn": G.AP_RNN_LOSS_6F,
 }
 NUMBER = re.compile(r"-?\d+\.\d{3,}")
 

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import make_mini_book, run_build
 
-pytestmark = pytest.mark.book
+pytestmark = [pytest.mark.book, pytest.mark.kernel]  # 构建小书：每页启动一个内核
 
 PAGE = """---
 jupytext:
