@@ -296,5 +296,15 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def run(argv: list[str] | None = None) -> int:
+    """main 加上 Ctrl-C 的处理：被打断时说一句，不打印回溯。上次成功的标记在执行前已经删掉，
+    所以下一次构建会从全新的 Sphinx 环境开始；执行缓存若被写坏，下一次构建会发现并重建。"""
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        print("\n[build_book] 构建被打断（Ctrl-C）。下一次构建会从全新的 Sphinx 环境开始。", file=sys.stderr)
+        return 130
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())
