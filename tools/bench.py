@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 from build_book import toc_pages  # tools/ 在 sys.path 上：与构建脚本读目录的方式相同
@@ -73,12 +74,20 @@ class Server:
         self.log: list[str] = []
         for line in self.proc.stdout:
             self.log.append(line)
-            if re.search(r"Serving on http://127\.0\.0\.1:\d+", line):
+            if m := re.search(r"Serving on (http://127\.0\.0\.1:\d+)", line):
                 break
         else:
             sys.exit("make serve 没有启动：\n" + "".join(self.log[-40:]))
         # 之后的输出也要读走，否则管道写满，服务器在下一次重建时就卡住了
         threading.Thread(target=lambda: self.log.extend(self.proc.stdout), daemon=True).start()
+        # “Serving on” 打印在服务器开始监听、开始监视文件之前：等它真正应答再开始改文件
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(m.group(1), timeout=5).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        time.sleep(1)
 
     def stop(self) -> None:
         os.killpg(self.proc.pid, signal.SIGINT)

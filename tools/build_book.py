@@ -233,6 +233,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="预执行的进程数，默认是本机可用的 CPU 数")
     args = parser.parse_args(argv)
 
+    try:
+        nb_internals.check_versions()
+    except nb_internals.UnsupportedVersions as exc:
+        print(f"[build_book] {exc}", file=sys.stderr)
+        return 2
     root = args.root.resolve()
     out = (args.out or root).resolve()
     build_dir = out / "_build"
@@ -242,11 +247,6 @@ def main(argv: list[str] | None = None) -> int:
         print("[build_book] src/minigpt 或依赖有改动：已清空执行缓存，所有页面将重新执行。", flush=True)
     warm_up(env)
     os.environ.update(env)  # 预执行的内核与 Sphinx 的内核用同样的环境
-    try:
-        nb_internals.check_versions()
-    except nb_internals.UnsupportedVersions as exc:
-        print(f"[build_book] {exc}", file=sys.stderr)
-        return 2
     cache_rebuilt = ensure_cache_usable(build_dir / ".jupyter_cache")
     ok_marker = build_dir / f".last-{args.builder}-ok"
     pages = toc_pages(root, (args.toc or root / "_toc.yml").resolve())
