@@ -11,6 +11,7 @@ from minigpt.experiments import (
     rnn_input_gradients, rnn_length_sweep, softmax_saturation,
 )
 from minigpt.layers import FeedForward, MultiHeadAttention
+from minigpt.leak import LeakRun
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,89 @@ def test_float64_option_keeps_the_same_recipe():
     torch.testing.assert_close(r64.grad_norms.float(), r32.grad_norms, rtol=1e-4, atol=1e-12)
 
 
-    AttentionGradients, DotProductStat, FirstPositionVsLength, RNNGradients, SoftmaxSaturation,
-    attention_input_gradients, cumulative_mass, dot_product_stats, first_half_share,
-    first_position_gradient_vs_length, lstm_input_gradients, residual_path_gradient,
-    rnn_input_gradients, rnn_length_sweep, softmax_saturation,
+# ---------------------------------------------------------------- 第 6 节：只走残差路径的梯度
+
+
+def _layernorm_backward(u: torch.Tensor, grad_out: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """γ = 1 时 LayerNorm 的反向公式（逐 token）：(v − mean(v) − x̂·mean(v·x̂)) / σ。"""
+    mu = u.mean(-1, keepdim=True)
+    sigma = torch.sqrt(u.var(-1, unbiased=False, keepdim=True) + eps)
+    xhat = (u - mu) / sigma
+    v = grad_out
+    return (v - v.mean(-1, keepdim=True) - xhat * (v * xhat).mean(-1, keepdim=True)) / sigma
+
+
+def test_residual_path_gradient_pre_ln_passes_the_gradient_unchanged():
+    for n in (1, 3, 64):
+        assert residual_path_gradient(n, norm_first=True) == 1.0
+
+
+def test_residual_path_gradient_post_ln_equals_two_layernorm_backwards():
+    # 独立的参照：同样的创建顺序，前向时记下两个 LayerNorm 的输入，反向用 LayerNorm 的闭式导数
+    torch.manual_seed(42)
+    x = torch.randn(1, 5, 8)
+    attn, ffn = MultiHeadAttention(8, 2), FeedForward(8)
+    norm1, norm2 = torch.nn.LayerNorm(8), torch.nn.LayerNorm(8)
+    g = torch.randn(1, 5, 8)
+    with torch.no_grad():
+        u1 = x + attn(x, causal_mask(5))
+        h1 = norm1(u1)
+        u2 = h1 + ffn(h1)
+    grad_x = _layernorm_backward(u1, _layernorm_backward(u2, g))
+    expected = (grad_x.norm() / g.norm()).item()
+    assert residual_path_gradient(1, norm_first=False) == pytest.approx(expected, rel=1e-5)
+
+
+def test_residual_path_gradient_post_ln_shrinks_with_depth():
+    shallow, deep = (residual_path_gradient(n, norm_first=False) for n in (1, 64))
+    assert deep < 0.1 < shallow < 1.0
+
+
+def test_lstm_input_gradients_match_a_plain_lstm_run():
+    torch.manual_seed(42)
+    model = torch.nn.LSTM(4, 8, batch_first=True)
+    x = torch.randn(1, 80, 4, requires_grad=True)
+    out, _ = model(x)
+    out[:, -1, :].pow(2).mean().backward()
+    expected = x.grad.norm(dim=-1)[0]
+    got = lstm_input_gradients(80, seed=42)
+    assert torch.equal(got, expected)
+    assert got[0] < 1e-12 * got[-1]  # 没训练过的 LSTM 也一样：开头的梯度小了十几个数量级
+
+
+# ---------------------------------------------------------------- 第 2 节：为什么是 √d_k
+
+
+def test_dot_product_variance_grows_like_dk_and_scaling_restores_one():
+    stats = dot_product_stats(d_k_values=(4, 16, 64, 256), n_samples=10000, seed=0)
+    assert [s.d_k for s in stats] == [4, 16, 64, 256]
+    for s in stats:
+        assert abs(s.var_unscaled / s.d_k - 1) < 0.05
+        assert abs(s.var_scaled - 1) < 0.05
+
+
+def test_dot_product_stats_leaves_global_rng_alone():
+    torch.manual_seed(1)
+    expected = torch.rand(1)
+    torch.manual_seed(1)
+    dot_product_stats(n_samples=100)
+    assert torch.equal(torch.rand(1), expected)
+
+
+def test_softmax_saturation_unscaled_is_near_one_hot():
+    r = softmax_saturation(d_k=64, n_keys=8, seed=0)
+    assert r.weights.shape == r.scaled_weights.shape == (8,)
+    assert torch.allclose(r.scaled_scores, r.scores / 8)
+    assert r.median_max_weight > 0.9 and r.scaled_median_max_weight < 0.5
+    assert r.median_grad_norm < 0.3 * r.scaled_median_grad_norm
+    assert r.max_weight > 0.9 and r.scaled_max_weight < 0.5  # 示例就是典型的一次
+    assert r.max_weight == pytest.approx(r.weights.max().item())
+
+
+@pytest.mark.parametrize("cls", [DotProductStat, SoftmaxSaturation, RNNGradients,
+                                 AttentionGradients, FirstPositionVsLength, LeakRun])
+def test_result_dataclasses_take_keyword_arguments_only(cls):
+    """结果数据类的字段一多，按位置传参就会悄悄错位：它们只接受关键字参数。"""
+    n_fields = len(cls.__dataclass_fields__)
+    with pytest.raises(TypeError, match="positional"):
+        cls(*range(n_fields))

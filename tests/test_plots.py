@@ -45,8 +45,10 @@ CASES = {
     "masked_vs_unmasked": (lambda: plots.masked_vs_unmasked(_weights(), _weights(True), LABELS), 3),
     "mask_matrix": (lambda: plots.mask_matrix(causal_mask(3), LABELS), 1),
     "leak_training": (lambda: plots.leak_training(
-        LeakRun(False, [2.3, 1.0, 0.4], [0.12, 0.8, 0.98], 2.30, 4.6),
-        LeakRun(True, [2.3, 2.3, 2.3], [0.0, 0.0, 0.0], 2.30, 2.3)), 2),
+        LeakRun(masked=False, losses=[2.3, 1.0, 0.4], next_weight=[0.12, 0.8, 0.98],
+                chance_loss=2.30, eval_loss_masked=4.6),
+        LeakRun(masked=True, losses=[2.3, 2.3, 2.3], next_weight=[0.0, 0.0, 0.0],
+                chance_loss=2.30, eval_loss_masked=2.3)), 2),
     "head_weights": (lambda: plots.head_weights(torch.stack([_weights(), _weights(True)]), LABELS), 3),
     "variance_vs_dk": (lambda: plots.variance_vs_dk(dot_product_stats(n_samples=500)), 1),
     "softmax_saturation_plot": (lambda: plots.softmax_saturation_plot(softmax_saturation(n_trials=50)), 2),

@@ -29,7 +29,8 @@ class TinyNextTokenModel(nn.Module):
         self.W_V = nn.Linear(d_model, d_model, bias=False)
         self.out = nn.Linear(d_model, vocab_size)
 
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None):
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None,
+                ) -> tuple[torch.Tensor, torch.Tensor]:
         """ids: [batch, seq] →
         (logits [batch, seq, vocab], 权重 [batch, seq, seq])。
         """
@@ -39,7 +40,7 @@ class TinyNextTokenModel(nn.Module):
         return self.out(h), weights
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LeakRun:
     """一次训练的记录（见第 3 节 因果遮蔽）。"""
 
@@ -86,4 +87,5 @@ def train_next_token(masked: bool, steps: int = 120, vocab_size: int = 10,
                                         seq[:, 1:].reshape(-1)).item()
     finally:
         torch.set_num_threads(threads)
-    return LeakRun(masked, losses, next_weight, math.log(vocab_size), eval_loss)
+    return LeakRun(masked=masked, losses=losses, next_weight=next_weight,
+                   chance_loss=math.log(vocab_size), eval_loss_masked=eval_loss)

@@ -31,6 +31,7 @@ from .experiments import (
     DotProductStat, FirstPositionVsLength, SoftmaxSaturation, cumulative_mass,
     first_half_share,
 )
+from .leak import LeakRun
 
 # 画图函数接受的数据：张量、numpy 数组或嵌套列表
 ArrayLike = torch.Tensor | np.ndarray | Sequence
@@ -164,7 +165,7 @@ def mask_matrix(mask: ArrayLike, labels: Sequence[str]) -> Figure:
     return fig
 
 
-def leak_training(unmasked, masked) -> Figure:
+def leak_training(unmasked: LeakRun, masked: LeakRun) -> Figure:
     """不遮蔽 / 因果遮蔽两次训练的损失与“分给下一个位置的权重”
     （见第 3 节 因果遮蔽「训练会把偷看放大」）。
 
