@@ -22,7 +22,7 @@ from minigpt.layers import (
     TransformerBlock,
     feedforward_num_params,
 )
-from pagekit import assert_figures, find_table_row, load, plain, self_check
+from pagekit import assert_figures, find_table_row, load, paragraphs, prose_text, self_check
 
 pytestmark = pytest.mark.book
 
@@ -48,13 +48,8 @@ def _links_to(page, doc: str) -> bool:
 # ---------------------------------------------------------------- 第 4 节
 
 
-def _article_html(page) -> str:
-    html = page.path.read_text(encoding="utf-8")
-    return html[html.index("<article"):html.index("</article>")]
-
-
 def _paragraphs(page) -> list[str]:
-    return [plain(p) for p in re.findall(r"<p>(.*?)</p>", _article_html(page), re.S)]
+    return paragraphs(page)
 
 
 def test_s4_title_and_width_names_table(built_book):
@@ -269,7 +264,7 @@ def test_s4_s5_visible_code_glues_nothing_and_prose_says_因果遮蔽(built_book
     for doc in ("s4_multi_head", "s5_ffn"):
         page = load(built_book, doc)
         assert "glue(" not in page.text and "myst_nb" not in page.text, doc
-        prose = plain(re.sub(r"<(pre|code)[^>]*>.*?</\1>", "", _article_html(page), flags=re.S))
+        prose = prose_text(page)
         assert "因果 mask" not in prose and "因果mask" not in prose, doc
 
 
