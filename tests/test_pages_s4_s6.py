@@ -22,7 +22,7 @@ from minigpt.layers import (
     TransformerBlock,
     feedforward_num_params,
 )
-from pagekit import assert_figures, find_table_row, load, paragraphs, prose_text, self_check
+from pagekit import assert_figures, find_table_row, load, paragraphs, prose_text, self_check, soup
 
 pytestmark = pytest.mark.book
 
@@ -282,8 +282,7 @@ def test_s6_title_diagram_and_equations(built_book):
 
 
 def _s6_soup(built_book):
-    from bs4 import BeautifulSoup
-    return BeautifulSoup((built_book.html / "book" / "s6_block.html").read_text(encoding="utf-8"), "html.parser")
+    return soup(built_book.html / "book" / "s6_block.html")
 
 
 def _section(soup, label: str):
@@ -401,9 +400,7 @@ def test_references_list_and_are_cited_from_the_pages(built_book):
     for url in ("arxiv.org/abs/1706.03762", "nlp.seas.harvard.edu", "youtube.com"):
         assert any(url in h for h in page.hrefs), url
     # The Annotated Transformer：2018 年原版只有 Rush 一位作者；2022 年版是 Huang 等五人与 Rush
-    from bs4 import BeautifulSoup
-    soup = BeautifulSoup(page.path.read_text(encoding="utf-8"), "html.parser")
-    entries = {c.get_text(" ", strip=True) for c in soup.select("article div.citation")}
+    entries = {c.get_text(" ", strip=True) for c in page.soup.select("article div.citation")}
     original = [e for e in entries if "2018/04/03/attention.html" in e]
     v2022 = [e for e in entries if "nlp.seas.harvard.edu/annotated-transformer/" in e]
     assert len(original) == 1 and len(v2022) == 1, entries
