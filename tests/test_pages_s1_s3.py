@@ -15,10 +15,12 @@ import pytest
 
 import torch
 
-from conftest import REPO
 import golden as G
+from conftest import REPO
 from minigpt.data import make_toy_example
-from pagekit import Page, assert_figures, load, load_path, pasted_after, plain, self_check
+from pagekit import (
+    Page, assert_figures, load, load_path, paragraphs, pasted_after, plain, prose_text, self_check, tables,
+)
 
 pytestmark = pytest.mark.book
 
@@ -285,27 +287,14 @@ def test_summary_follows_one_token_through_the_block(built_book):
 # ---------------------------------------------------------------- 第 3 节
 
 
-def _article(page) -> str:
-    html = page.path.read_text(encoding="utf-8")
-    return html[html.index("<article"):html.index("</article>")]
-
-
 def _tables(page) -> list[tuple[list[str], list[list[str]]]]:
     """正文里每张表的（表头单元格, 各行单元格），都是去掉标签后的文字。"""
-    def cells(html, tag):
-        return [plain(c) for c in re.findall(rf"<{tag}[^>]*>(.*?)</{tag}>", html, re.S)]
-    tables = []
-    for t in re.findall(r"<table.*?</table>", _article(page), re.S):
-        head = t.split("<tbody>")[0]
-        body = t.split("<tbody>")[1] if "<tbody>" in t else ""
-        rows = [cells(r, "td") for r in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)]
-        tables.append((cells(head, "th"), rows))
-    return tables
+    return tables(page)
 
 
 def _paragraph_with(page, needle: str) -> str:
     """正文里含 needle 的那一个 <p> 段落（去掉标签）；必须恰好一个。"""
-    paras = [plain(p) for p in re.findall(r"<p>(.*?)</p>", _article(page), re.S)]
+    paras = paragraphs(page)
     found = [p for p in paras if needle in p]
     assert len(found) == 1, (needle, found)
     return found[0]
@@ -365,7 +354,7 @@ def test_s3_tables_have_no_empty_header_cells_and_prose_says_因果遮蔽(built_
     head, rows = next((h, r) for h, r in tables if h[1:] == ["the", "cat", "sat"])
     assert rows == [["the", "1", "0", "0"], ["cat", "1", "1", "0"], ["sat", "1", "1", "1"]], rows
     # 正文、图注、提示框里只用“因果遮蔽”，不写“因果 mask”（代码不算）
-    prose = plain(re.sub(r"<(pre|code)[^>]*>.*?</\1>", "", _article(page), flags=re.S))
+    prose = prose_text(page)
     assert "因果 mask" not in prose and "因果mask" not in prose
 
 
