@@ -87,12 +87,18 @@ def make_mini_book(tmp: Path, pages: dict[str, str], config_changes: dict | None
     return tmp
 
 
+# 会启动 Jupyter 内核的夹具：整本书的构建、批改程序跑样例提交、作业包的全新环境
+KERNEL_FIXTURES = {"built_book", "graded", "fresh_kernel"}
+
+
 def pytest_collection_modifyitems(items):
-    """用到整本书构建的测试（built_book）会启动内核：自动带上 book 与 kernel 标记，make unit 不跑它们。"""
+    """用到上面这些夹具的测试会启动内核：自动带上 kernel 标记（整本书构建另带 book），make unit 不跑它们。"""
     for item in items:
-        if "built_book" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.book)
+        used = set(getattr(item, "fixturenames", ()))
+        if used & KERNEL_FIXTURES:
             item.add_marker(pytest.mark.kernel)
+        if "built_book" in used:
+            item.add_marker(pytest.mark.book)
 
 
 @pytest.fixture(scope="session")
