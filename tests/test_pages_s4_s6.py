@@ -400,7 +400,7 @@ def test_references_list_and_are_cited_from_the_pages(built_book):
     for url in ("arxiv.org/abs/1706.03762", "nlp.seas.harvard.edu", "youtube.com"):
         assert any(url in h for h in page.hrefs), url
     # The Annotated Transformer：2018 年原版只有 Rush 一位作者；2022 年版是 Huang 等五人与 Rush
-    entries = {c.get_text(" ", strip=True) for c in page.soup.select("article div.citation")}
+    entries = {c.get_text(" ", strip=True) for c in soup(page.path).select("article div.citation")}
     original = [e for e in entries if "2018/04/03/attention.html" in e]
     v2022 = [e for e in entries if "nlp.seas.harvard.edu/annotated-transformer/" in e]
     assert len(original) == 1 and len(v2022) == 1, entries
