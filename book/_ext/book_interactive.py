@@ -1,0 +1,77 @@
+"""本书网站的交互图扩展（在 _config.yml 的 sphinx.local_extensions 里登记）。
+
+页面上的交互图（`minigpt.interactive`）只带图表说明和数据；画图的 Vega / Vega-Lite / vega-embed
+库由这个扩展在构建时准备好：
+
+1. **库来自已安装的 Python 包，不进仓库。** ``vl_convert.javascript_bundle`` 把钉死版本的
+   vl-convert-python 里自带的 Vega 库，连同本书的页面脚本 ``book_interactive.js``，打包成一个
+   ES 模块（约 0.9 MB，gzip 后约 0.3 MB）。打包要一两秒，结果按“包版本 + 脚本内容”缓存在
+   ``_build/.interactive_cache/``。
+2. **放在本站的 ``_static/interactive/``，不在源目录的 ``_static`` 里。** Jupyter Book 会把源目录
+   ``_static`` 里的每个 .js 挂到每一页上；这里在构建器初始化时直接复制到输出目录（此时复制，
+   Sphinx 才会给链接加上 ``?v=`` 校验和）。
+3. **只挂到有交互图的页面上，而且以 ``type="module"`` 加载。** 作为普通脚本加载时，库里顶层的
+   ``function _`` 与 Sphinx 7.4 ``doctools.js`` 里的 ``const _`` 冲突，什么都画不出来。
+   按页加脚本只能在 ``html-page-context`` 里做，_config.yml 做不到，所以需要这个扩展。
+
+PDF 构建不受影响：myst-nb 在 LaTeX 里选 ``application/pdf``，也就是原来的静态图。
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+from sphinx.application import Sphinx
+
+HERE = Path(__file__).parent
+SCRIPT = HERE / "book_interactive.js"
+STYLE = HERE / "book_interactive.css"
+VEGA_LITE_VERSION = "6.4"          # 与 minigpt.interactive.SCHEMA 的大版本一致
+JS_PATH = "interactive/book-interactive.js"    # 相对于输出目录的 _static/
+CSS_PATH = "interactive/book-interactive.css"
+MARKER = 'class="interactive-figure"'           # minigpt.interactive 写出的容器
+
+
+def vega_bundle(cache_dir: Path) -> Path:
+    """Vega 库 + 本书页面脚本打成的 ES 模块；按包版本和脚本内容缓存（见本模块说明）。"""
+    import vl_convert
+
+    snippet = SCRIPT.read_text(encoding="utf-8")
+    key = hashlib.sha256("\n".join((
+        vl_convert.__version__, vl_convert.get_vega_version(),
+        vl_convert.get_vega_embed_version(), VEGA_LITE_VERSION, snippet,
+    )).encode("utf-8")).hexdigest()[:16]
+    path = cache_dir / f"book-interactive-{key}.js"
+    if not path.is_file():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        bundle = vl_convert.javascript_bundle(snippet, vl_version=VEGA_LITE_VERSION)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(bundle, encoding="utf-8")
+        tmp.replace(path)
+    return path
+
+
+def copy_assets(app: Sphinx) -> None:
+    if app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    (static / JS_PATH).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(vega_bundle(Path(app.outdir).parent / ".interactive_cache"),
+                    static / JS_PATH)
+    shutil.copyfile(STYLE, static / CSS_PATH)
+
+
+def add_assets_to_page(app: Sphinx, pagename: str, templatename: str, context: dict,
+                       doctree) -> None:
+    # 在 html-page-context 里加的文件只属于这一页（Sphinx 每页结束时复原列表）
+    if MARKER in context.get("body", ""):
+        app.add_js_file(JS_PATH, type="module")
+        app.add_css_file(CSS_PATH)
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("builder-inited", copy_assets)
+    app.connect("html-page-context", add_assets_to_page)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
