@@ -14,16 +14,25 @@
    ``function _`` 与 Sphinx 7.4 ``doctools.js`` 里的 ``const _`` 冲突，什么都画不出来。
    按页加脚本只能在 ``html-page-context`` 里做，_config.yml 做不到，所以需要这个扩展。
 
+4. **静态图放进 ``_images/``，网页只引用它。** ``minigpt.interactive`` 写出的 HTML 把静态图作为
+   data URI 内嵌（下载的 .ipynb 里因此自带这张图）；HTML 构建时这里把它解出来存成
+   ``_images/interactive-<摘要>.svg``，页面里改为引用这个文件，每页只多几百字节；图片设为懒加载，
+   交互图画好后它被隐藏，浏览器就不去下载它。没有 JavaScript 的读者看到的正是这张图。
+
 PDF 构建不受影响：myst-nb 在 LaTeX 里选 ``application/pdf``，也就是原来的静态图。
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import re
 import shutil
 from pathlib import Path
 
+from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.util.osutil import relative_uri
 
 HERE = Path(__file__).parent
 SCRIPT = HERE / "book_interactive.js"
@@ -63,6 +72,32 @@ def copy_assets(app: Sphinx) -> None:
     shutil.copyfile(STYLE, static / CSS_PATH)
 
 
+STATIC_IMG = re.compile(r'(<img class="interactive-figure-static"[^>]*?) '
+                        r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"')
+
+
+def static_images_to_files(app: Sphinx, doctree, docname: str) -> None:
+    """把交互图里内嵌的静态图存进 _images/，页面改为引用文件（见本模块说明第 4 条）。"""
+    if app.builder.format != "html":
+        return
+    images = Path(app.outdir) / "_images"
+    page_uri = app.builder.get_target_uri(docname)
+
+    def to_file(match: re.Match) -> str:
+        data = base64.b64decode(match.group(2))
+        name = f"interactive-{hashlib.sha256(data).hexdigest()[:20]}.svg"
+        images.mkdir(parents=True, exist_ok=True)
+        if not (images / name).is_file():
+            (images / name).write_bytes(data)
+        uri = relative_uri(page_uri, f"_images/{name}")
+        return f'{match.group(1)} loading="lazy" src="{uri}"'
+
+    for node in list(doctree.findall(nodes.raw)):
+        text = node.astext()
+        if "html" in node.get("format", "").split() and "interactive-figure-static" in text:
+            node.replace_self(nodes.raw("", STATIC_IMG.sub(to_file, text), format="html"))
+
+
 def add_assets_to_page(app: Sphinx, pagename: str, templatename: str, context: dict,
                        doctree) -> None:
     # 在 html-page-context 里加的文件只属于这一页（Sphinx 每页结束时复原列表）
@@ -73,5 +108,6 @@ def add_assets_to_page(app: Sphinx, pagename: str, templatename: str, context: d
 
 def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", copy_assets)
+    app.connect("doctree-resolved", static_images_to_files)
     app.connect("html-page-context", add_assets_to_page)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -21,6 +21,7 @@ import html
 import io
 import json
 import math
+import unicodedata
 
 import matplotlib
 import numpy as np
@@ -40,8 +41,9 @@ SATURATION_DKS = (4, 8, 16, 32, 64, 128, 256)
 class InteractiveFigure:
     """一张交互图：网页用 Vega-Lite，PDF 用同一张 matplotlib 静态图（见本模块说明）。
 
-    name 是 ``data-figure`` 的值（测试靠它找到图）；spec 是 Vega-Lite 图表说明；
-    static 是页面原来的 matplotlib 图；alt 是给读屏软件和静态图的文字说明。
+    name 是 ``data-figure`` 的值（测试靠它找到图）；spec 是 Vega-Lite 图表说明，
+    其中 ``description`` 是交互图给读屏软件的说明；static 是页面原来的 matplotlib 图，
+    alt 是它的替代文字（与页面上 ``{glue:figure}`` 的 ``:alt:`` 相同）。
     """
 
     def __init__(self, name: str, spec: dict, static: Figure, alt: str):
@@ -52,7 +54,9 @@ class InteractiveFigure:
         if not name or not name.replace("-", "").isalnum():
             raise ValueError(f"name 只能由字母、数字和连字符组成，收到的是 {name!r}")
         self.name, self.alt = name, alt
-        self.spec = {"$schema": SCHEMA, "description": alt, **spec}
+        if not spec.get("description"):
+            raise ValueError("spec 里要有 description：交互图给读屏软件的文字说明")
+        self.spec = {"$schema": SCHEMA, **spec}
         self.static = static
         self._pdf = _savefig(static, "pdf")
         self._png = _savefig(static, "png", dpi=110)
@@ -162,12 +166,19 @@ def _heatmap(labels, vmin: float, vmax: float, title: str | None, select=None) -
     }
 
 
+def _text_width(line: str, size: float = 13) -> int:
+    """一行读数大约多宽（像素）：汉字和全角标点一个字号宽，其余约 0.6 个字号。"""
+    return math.ceil(sum(size if unicodedata.east_asian_width(ch) in "WF" else 0.6 * size
+                         for ch in line))
+
+
 def _readout(rows: list[dict], filter_) -> dict:
     """图下方的一行（或几行）读数：文字在 Python 里写好，这里只按控件挑一条。"""
     return {
         "data": {"values": rows},
         "transform": [{"filter": filter_}],
-        "width": 10, "height": 16 * max(r["text"].count("\n") + 1 for r in rows),
+        "width": max(_text_width(line) for r in rows for line in r["text"].split("\n")),
+        "height": 16 * max(r["text"].count("\n") + 1 for r in rows),
         "mark": {"type": "text", "align": "left", "baseline": "top", "x": 0, "y": 0,
                  "fontSize": 13, "lineBreak": "\n", "lineHeight": 16},
         "encoding": {"text": {"field": "text"}},
@@ -229,11 +240,14 @@ def score_weight_explorer(scores, d_k: int, weights, labels, static: Figure,
         "select": {"type": "point", "fields": ["query", "key"], "on": "pointerover",
                    "clear": False, "nearest": False},
         "value": [{"query": labels[query], "key": labels[key]}],
-        "bind": {"query": {"input": "select", "options": labels,
-                           "name": "query（行）"},
-                 "key": {"input": "select", "options": labels, "name": "key（列）"}},
+        "bind": {"key": {"input": "select", "options": labels, "name": "key（列）"},
+                 "query": {"input": "select", "options": labels,
+                           "name": "query（行）"}},
     }]
     spec = {
+        "description": ("两张热力图：左边是分数 q·k，右边是注意力权重，行是 query，列是 key。"
+                        "用“query（行）”“key（列）”两个下拉框或鼠标选一个格子，"
+                        "图下方读出这一对的点积、缩放后的分数和 softmax 权重。"),
         "config": _config(),
         "vconcat": [
             {"data": {"values": cells},
@@ -263,9 +277,13 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
     bars, rows = [], []
     for step, d_k in enumerate(d_k_values):
         r = softmax_saturation(d_k=d_k, n_keys=n_keys, seed=seed, n_trials=n_trials)
-        for variant, w in (("不缩放", r.weights), ("除以 √d_k", r.scaled_weights)):
-            bars += [{"step": step, "variant": variant, "key": k, "weight": float(v)}
-                     for k, v in enumerate(_values(w))]
+        panels = (("不缩放", r.weights, r.max_weight, r.grad_norm),
+                  ("除以 √d_k", r.scaled_weights, r.scaled_max_weight, r.scaled_grad_norm))
+        for variant, w, top, grad in panels:
+            # 每栏的标题与静态图相同：最大权重和 softmax 雅可比的范数
+            title = f"{variant}：最大权重 {top:.2f}，梯度范数 {grad:.3f}"
+            bars += [{"step": step, "variant": variant, "key": k, "weight": float(v),
+                      "title": title} for k, v in enumerate(_values(w))]
         rows.append({"step": step, "text": (
             f"d_k = {d_k}　这一次抽样的最大权重：不缩放 {r.max_weight:.2f}，"
             f"除以 √d_k 后 {r.scaled_max_weight:.2f}\n"
@@ -274,6 +292,9 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
     param, shown = _step_bind("dk", "d_k（拖动滑块或按方向键）",
                               [str(d) for d in d_k_values], d_k_values.index(start))
     spec = {
+        "description": (f"两幅柱状图：同一个 query 对 {n_keys} 个 key 的 softmax 权重，"
+                        "左边不缩放，右边除以 √d_k。滑块选 d_k；"
+                        "图下方读出两边的最大权重。"),
         "config": _config(),
         "params": [param],
         "usermeta": {"valuetext": shown},
@@ -281,9 +302,11 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
             {"data": {"values": bars},
              "transform": [{"filter": "datum.step == dk"}],
              "facet": {"column": {"field": "variant", "type": "nominal",
-                                  "sort": ["不缩放", "除以 √d_k"], "title": None}},
+                                  "sort": ["不缩放", "除以 √d_k"], "title": None,
+                                  "header": {"labels": False}}},
              "spec": {
                  "width": 230, "height": 170,
+                 "layer": [{
                  "mark": {"type": "bar"},
                  "encoding": {
                      "x": {"field": "key", "type": "ordinal", "title": "key 编号",
@@ -296,7 +319,12 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
                                "legend": None},
                      "tooltip": [{"field": "key", "title": "key"},
                                  {"field": "weight", "title": "权重", "format": ".4f"}],
-                 }}},
+                 }}, {
+                     "name": "paneltitle",
+                     "transform": [{"filter": "datum.key == 0"}],
+                     "mark": {"type": "text", "x": 115, "y": -10, "fontSize": 12},
+                     "encoding": {"text": {"field": "title"}},
+                 }]}},
             _readout(rows, "datum.step == dk"),
         ],
     }
@@ -327,6 +355,8 @@ def mask_toggle(before, after, labels, static: Figure, alt: str,
         rows.append({"masked": masked, "text": "\n".join(lines)})
     chart = _heatmap(labels, 0.0, 1.0, "注意力权重", select=None)
     spec = {
+        "description": ("注意力权重热力图，行是 query，列是 key。“因果遮蔽”复选框打开时，"
+                        "对角线以上的权重变成 0，每行重新归一化；图下方逐行读出权重。"),
         "config": _config(),
         "params": [{"name": "masked", "value": True,
                     "bind": {"input": "checkbox", "name": "因果遮蔽"}}],
@@ -335,6 +365,8 @@ def mask_toggle(before, after, labels, static: Figure, alt: str,
              "transform": [{"filter": "datum.masked == masked"}], **chart},
             _readout(rows, "datum.masked == masked"),
         ],
+        # 颜色条紧挨着热力图，而不是放到整张图（含读数）的最右边
+        "resolve": {"legend": {"color": "independent"}},
     }
     return InteractiveFigure(name, spec, static, alt)
 
@@ -366,6 +398,8 @@ def head_selector(weights_per_head, labels, static: Figure, alt: str,
             f"{labels[j]} {w[h, i, j]:.2f}" for j in range(len(labels)))})
     chart = _heatmap(labels, 0.0, 1.0, "注意力权重")
     spec = {
+        "description": (f"注意力权重热力图，行是 query，列是 key。用单选按钮在 {heads} 个头之间"
+                        f"切换；图下方读出所选头里 {labels[i]} 这一行的权重。"),
         "config": _config(),
         "params": [{"name": "head", "value": 1,
                     "bind": {"input": "radio", "options": list(range(1, heads + 1)),
@@ -376,6 +410,8 @@ def head_selector(weights_per_head, labels, static: Figure, alt: str,
              "transform": [{"filter": "datum.head == head"}], **chart},
             _readout(rows, "datum.head == head"),
         ],
+        # 颜色条紧挨着热力图，而不是放到整张图（含读数）的最右边
+        "resolve": {"legend": {"color": "independent"}},
     }
     return InteractiveFigure(name, spec, static, alt)
 
@@ -407,14 +443,22 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
     param, shown = _step_bind("len", "序列长度（拖动滑块或按方向键）",
                               [str(n) for n in lengths], lengths.index(start))
     positive = [p for p in points if p["grad"] > 0]
+    # 与静态图相同：范数为 0 的 RNN 点画在图的底边（最小正值再小四个数量级），并标注原因
+    floor = min(p["grad"] for p in positive) / 1e4
+    underflow = [{"seq_len": n, "grad": floor}
+                 for n, r in zip(lengths, result.rnn) if r == 0]
     x = {"field": "seq_len", "type": "quantitative", "title": "序列长度",
          "scale": {"type": "log", "base": 2, "domain": [lengths[0], lengths[-1]]},
          "axis": {"values": lengths, "format": "d"}}
     y = {"field": "grad", "type": "quantitative", "title": "位置 0 的梯度范数（对数轴）",
          "scale": {"type": "log"}, "axis": {"format": ".0e"}}
     color = {"field": "model", "type": "nominal", "title": None,
-             "scale": {"domain": ["RNN", "Attention"], "range": [RNN_COLOR, ATTN_COLOR]}}
+             "scale": {"domain": ["RNN", "Attention"], "range": [RNN_COLOR, ATTN_COLOR]},
+             "legend": {"orient": "bottom-left"}}   # 图里左下角是空的
     spec = {
+        "description": ("折线图，横轴是序列长度，纵轴是位置 0 的梯度范数（对数轴），"
+                        "一条是 RNN，一条是 Attention。滑块选一个序列长度，"
+                        "图下方读出两种模型在这个长度下的梯度范数。"),
         "config": _config(),
         "params": [param],
         "usermeta": {"valuetext": shown},
@@ -433,6 +477,16 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
                   "transform": [{"filter": "datum.step == len"}],
                   "mark": {"type": "rule", "strokeDash": [4, 4], "color": "gray"},
                   "encoding": {"y": None, "color": None}},
+                 *([{"data": {"values": underflow},
+                     "mark": {"type": "point", "shape": "triangle-down", "filled": True,
+                              "size": 90, "color": RNN_COLOR},
+                     "encoding": {"color": None}},
+                    {"data": {"values": underflow},
+                     "mark": {"type": "text", "align": "right", "dx": -8, "dy": -12,
+                              "fontSize": 12, "color": RNN_COLOR},
+                     "encoding": {"color": None,
+                                  "text": {"value": "RNN：范数在 float32 下溢为 0"}}}]
+                   if underflow else []),
              ]},
             _readout(rows, "datum.step == len"),
         ],

@@ -1,0 +1,408 @@
+"""网站上的五张交互图，在真实浏览器（Debian 的 Chromium，经 Playwright 驱动）里用鼠标和键盘操作。
+
+每张图：画得出来、控件有中文标签、拨动控件后读数变成 minigpt 算出的值（测试自己调用 minigpt，
+见 tests/interactive_cases.py）、没有控制台错误、没有请求离开本站；图号和图注与静态版共用；
+深色模式下文字换成浅色；没有 JavaScript 时显示静态图。每张图在浅色、深色模式下各截一张图到
+_build/screenshots/interactive-*.png，供人查看。
+
+Chromium 来自 Debian（tools/system_deps.sh install browser）；绝不运行 `playwright install`。
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import re
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+import interactive_cases as cases
+from conftest import REPO
+
+pytestmark = [pytest.mark.browser, pytest.mark.book]
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-quic"]
+# data-figure → (页面, 图的 :name:, 页面上 glue 这张图的名字)
+FIGURES = {
+    "s2-score-weight": ("book/s2_scaled_dot_product", "fig-s2-heatmap", "s2_fig_heatmap"),
+    "s2-softmax-saturation": ("book/s2_scaled_dot_product", "fig-s2-saturation",
+                              "s2_fig_saturation"),
+    "s3-causal-mask": ("book/s3_causal_mask", "fig-s3-before-after", "s3_fig_before_after"),
+    "s4-heads": ("book/s4_multi_head", "fig-s4-heads", "s4_fig_heads"),
+    "ap-path-length": ("book/appendix_rnn", "fig-ap-first-vs-length", "ap_fig_first_vs_length"),
+}
+
+READOUT = """(name) => {
+  const g = document.querySelector(`[data-figure="${name}"] .readout_marks`);
+  if (!g) return null;
+  return [...g.querySelectorAll('text')].flatMap(t => {
+    const spans = [...t.querySelectorAll('tspan')];
+    return spans.length ? spans.map(s => s.textContent) : [t.textContent];
+  });
+}"""
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - 覆盖基类的签名
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(built_book):
+    handler = functools.partial(QuietHandler, directory=str(built_book.html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium = shutil.which("chromium")
+    if not chromium:
+        pytest.fail("找不到 chromium：请先运行 tools/system_deps.sh install browser（Debian 包 chromium）")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def screenshots(built_book) -> Path:
+    folder = built_book.root / "_build" / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+class Figure:
+    """打开交互图所在的页面，等它画好；记下控制台错误、失败的请求和发往其他主机的请求。"""
+
+    def __init__(self, browser, site: str, name: str, color_scheme: str = "light",
+                 javascript: bool = True):
+        self.site, self.name = site, name
+        self.problems: list[str] = []
+        self.requests: list[str] = []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900},
+                                           color_scheme=color_scheme, locale="zh-CN",
+                                           java_script_enabled=javascript,
+                                           service_workers="block")
+        self.context.route("**/*", self._route)
+        page = self.page = self.context.new_page()
+        page.on("console", lambda m: m.type in ("error", "warning") and self.problems.append(
+            f"控制台{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: self.problems.append(f"脚本异常: {e}"))
+        # 关掉 JavaScript 时，浏览器会取消主题预加载（<link rel=preload>）的脚本：那不算问题
+        page.on("requestfailed", lambda r: (javascript or r.resource_type != "script")
+                and self.problems.append(f"请求失败: {r.url}"))
+        page.on("response", lambda r: r.status >= 400 and self.problems.append(
+            f"HTTP {r.status}: {r.url}"))
+        page.goto(site + FIGURES[name][0] + ".html", wait_until="load")
+        self.root = page.locator(f'[data-figure="{name}"]')
+        if javascript:
+            page.wait_for_selector(f'[data-figure="{name}"][data-ready]', timeout=20000)
+            assert self.root.get_attribute("data-ready") == "true", self.problems
+        self.root.scroll_into_view_if_needed()
+
+    def _route(self, route):
+        url = route.request.url
+        self.requests.append(url)
+        if url.startswith(self.site) or urlsplit(url).scheme in ("data", "blob", "about"):
+            route.continue_()
+        else:
+            self.problems.append(f"请求了其他主机: {url}")
+            route.abort()
+
+    def readout(self) -> list[str]:
+        return self.page.evaluate(READOUT, self.name)
+
+    def wait_readout(self, expected: list[str]) -> list[str]:
+        """读数要变成 expected（Vega 异步重绘，最多等 3 秒）；返回最后读到的。"""
+        try:
+            self.page.wait_for_function(f"(e) => JSON.stringify(({READOUT})('{self.name}'))"
+                                        " === JSON.stringify(e)", arg=expected, timeout=3000)
+        except Exception:  # noqa: BLE001 - 超时就把实际读数交给断言去报告
+            pass
+        return self.readout()
+
+    def shot(self, folder: Path, suffix: str) -> None:
+        self.page.locator(f'figure:has([data-figure="{self.name}"])').screenshot(
+            path=str(folder / f"interactive-{self.name}{suffix}.png"))
+
+    def close(self) -> list[str]:
+        self.context.close()
+        return self.problems
+
+
+# ---------------------------------------------------------------- 每张图都画得出来
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_widget_renders_with_chinese_controls_and_shares_number_and_caption(
+        browser, site, screenshots, name):
+    fig = Figure(browser, site, name)
+    try:
+        root, page = fig.root, fig.page
+        assert root.locator(".interactive-figure-chart svg").count() == 1
+        assert root.locator(".interactive-figure-chart svg").bounding_box()["height"] > 100
+        assert not root.locator("img.interactive-figure-static").is_visible(), "画好后静态图应隐藏"
+        # 给读屏软件的说明（vega-embed 把图表说明的 description 写在绘图区的 aria-label 上）
+        label = root.locator(".interactive-figure-chart").get_attribute("aria-label") or ""
+        assert re.search(r"[\u4e00-\u9fff]", label), f"SVG 没有中文说明：{label!r}"
+        # 控件：每个都有中文的名字，都能用 Tab 键到达
+        names = root.locator(".vega-bind-name").all_inner_texts()
+        assert names and all(re.search(r"[\u4e00-\u9fff]|query|key|d_k", n) for n in names)
+        controls = root.locator(".vega-bindings input, .vega-bindings select")
+        assert controls.count() >= 1
+        for i in range(controls.count()):
+            assert controls.nth(i).get_attribute("tabindex") in (None, "0")
+        # 图号与图注：交互图就在静态版的 {glue:figure} 里（同一个 id、同一个图注）
+        figure_id, number = page.evaluate(
+            """(name) => { const f = document.querySelector(`[data-figure="${name}"]`).closest('figure');
+                 return [f && f.id, f && f.querySelector('.caption-number').textContent.trim()]; }""",
+            name)
+        assert figure_id == FIGURES[name][1]
+        assert re.fullmatch(r"图 \d+(\.\d+)?", number), number
+        assert page.locator(f'article a[href="#{figure_id}"]').count() >= 1, "正文没有引用这张图"
+        fig.shot(screenshots, "")
+    finally:
+        problems = fig.close()
+    assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- 拨动每个控件
+
+
+def test_score_weight_cells_by_keyboard_and_mouse(browser, site, screenshots):
+    t = cases.toy()
+    labels = t.labels
+
+    def expected(i: int, j: int) -> list[str]:
+        s, w = t.scores[i, j].item(), t.weights[i, j].item()
+        return [f"query {labels[i]}，key {labels[j]}：q·k = {s:.4f}；"
+                f"除以 √{t.d_k} 后 = {s / t.d_k ** 0.5:.4f}；softmax 权重 = {w:.4f}"]
+
+    fig = Figure(browser, site, "s2-score-weight")
+    try:
+        page, root = fig.page, fig.root
+        query = root.locator('select[name="cell_query"]')
+        key = root.locator('select[name="cell_key"]')
+        # 键盘：Tab 到下拉框，方向键换一行
+        query.focus()
+        page.keyboard.press("ArrowDown")
+        assert fig.wait_readout(expected(1, 2)) == expected(1, 2)
+        # 每个格子都能用两个下拉框选中（select_option 与读者选择时触发同样的事件）
+        for i in range(len(labels)):
+            for j in range(len(labels)):
+                query.select_option(labels[i])
+                key.select_option(labels[j])
+                assert fig.wait_readout(expected(i, j)) == expected(i, j), (i, j)
+        # 鼠标：悬停在两张热力图的每个格子上；下拉框跟着变
+        for panel in range(2):
+            for i in range(len(labels)):
+                for j in range(len(labels)):
+                    cell = root.locator(
+                        f'.mark-rect path[aria-label*="query {labels[i]}，key {labels[j]}："]'
+                    ).nth(panel)
+                    cell.hover()
+                    assert fig.wait_readout(expected(i, j)) == expected(i, j), (panel, i, j)
+                    assert query.input_value() == labels[i] and key.input_value() == labels[j]
+        fig.shot(screenshots, "-hovered")
+    finally:
+        problems = fig.close()
+    assert not problems, "\n".join(problems)
+
+
+def saturation_lines(d_k: int) -> list[str]:
+    r = cases.saturation(d_k)
+    return [f"d_k = {d_k}　这一次抽样的最大权重：不缩放 {r.max_weight:.2f}，"
+            f"除以 √d_k 后 {r.scaled_max_weight:.2f}",
+            f"{r.n_trials} 次抽样的最大权重中位数：不缩放 {r.median_max_weight:.2f}，"
+            f"除以 √d_k 后 {r.scaled_median_max_weight:.2f}"]
+
+
+def test_softmax_saturation_slider_by_keyboard_and_mouse(browser, site, screenshots):
+    from minigpt.interactive import SATURATION_DKS
+
+    fig = Figure(browser, site, "s2-softmax-saturation")
+    try:
+        page, root = fig.page, fig.root
+        slider = root.locator('input[type="range"][name="dk"]')
+        assert fig.readout() == saturation_lines(64), "默认应停在正文用的 d_k = 64"
+        slider.focus()
+        page.keyboard.press("Home")
+        for step, d_k in enumerate(SATURATION_DKS):
+            if step:
+                page.keyboard.press("ArrowRight")
+            assert fig.wait_readout(saturation_lines(d_k)) == saturation_lines(d_k), d_k
+            assert slider.get_attribute("aria-valuetext") == str(d_k)
+            assert slider.locator("xpath=following-sibling::span").inner_text() == str(d_k)
+        # 不缩放的最大权重随 d_k 变大而趋向 1（one-hot），缩放后的留在 1 以下很多
+        assert cases.saturation(256).max_weight > 0.9 > cases.saturation(256).scaled_max_weight
+        fig.shot(screenshots, "-dk256")
+        # 鼠标：点滑块的最左端回到 d_k = 4
+        box = slider.bounding_box()
+        page.mouse.click(box["x"] + 2, box["y"] + box["height"] / 2)
+        assert fig.wait_readout(saturation_lines(4)) == saturation_lines(4)
+    finally:
+        problems = fig.close()
+    assert not problems, "\n".join(problems)
+
+
+def mask_lines(masked: bool) -> list[str]:
+    t = cases.toy()
+    w = t.masked_weights if masked else t.weights
+    return [f"因果遮蔽：{'开' if masked else '关'}（每行之和为 1）"] + [
+        f"{name} 这一行：" + "　".join(f"{k} {v:.4f}" for k, v in zip(t.labels, row))
+        for name, row in zip(t.labels, w.tolist())]
+
+
+def test_causal_mask_toggle_by_keyboard_and_mouse(browser, site, screenshots):
+    fig = Figure(browser, site, "s3-causal-mask")
+    try:
+        page, root = fig.page, fig.root
+        box = root.locator('input[type="checkbox"]')
+        assert box.is_checked() and fig.readout() == mask_lines(True), "默认打开遮蔽"
+        box.focus()
+        page.keyboard.press("Space")
+        assert fig.wait_readout(mask_lines(False)) == mask_lines(False)
+        fig.shot(screenshots, "-off")
+        box.click()
+        assert fig.wait_readout(mask_lines(True)) == mask_lines(True)
+        # 遮蔽后对角线以上全是 0，每行之和仍为 1
+        t = cases.toy()
+        assert t.masked_weights.triu(1).abs().max().item() == 0.0
+        assert t.masked_weights.sum(-1).tolist() == pytest.approx([1.0] * 3)
+    finally:
+        problems = fig.close()
+    assert not problems, "\n".join(problems)
+
+
+def head_line(head: int) -> list[str]:
+    labels, w = cases.heads()
+    return [f"头 {head} 中 sat 这一行：" + "，".join(
+        f"{name} {v:.2f}" for name, v in zip(labels, w[head - 1, 2].tolist()))]
+
+
+def test_head_selector_by_keyboard_and_mouse(browser, site, screenshots):
+    fig = Figure(browser, site, "s4-heads")
+    try:
+        page, root = fig.page, fig.root
+        assert fig.readout() == head_line(1)
+        root.locator('input[type="radio"][value="1"]').focus()
+        page.keyboard.press("ArrowRight")
+        assert fig.wait_readout(head_line(2)) == head_line(2)
+        assert root.locator('input[type="radio"][value="2"]').is_checked()
+        fig.shot(screenshots, "-head2")
+        root.get_by_text("头 1", exact=True).click()
+        assert fig.wait_readout(head_line(1)) == head_line(1)
+        group = root.locator(".vega-bind-radio")
+        assert group.get_attribute("role") == "radiogroup"
+        assert group.get_attribute("aria-label") == "选择头"
+    finally:
+        problems = fig.close()
+    assert not problems, "\n".join(problems)
+
+
+def path_line(step: int) -> list[str]:
+    fp = cases.path_length()
+    n, r, a = fp.lengths[step], fp.rnn[step], fp.attention[step]
+    rnn = f"{r:.3e}" if r > 0 else "0（float32 下求范数时平方下溢）"
+    return [f"序列长度 {n}：位置 0 的梯度范数 RNN {rnn}，Attention {a:.3e}"]
+
+
+def test_path_length_slider_by_keyboard_and_mouse(browser, site, screenshots):
+    fp = cases.path_length()
+    fig = Figure(browser, site, "ap-path-length")
+    try:
+        page, root = fig.page, fig.root
+        slider = root.locator('input[type="range"][name="len"]')
+        last = len(fp.lengths) - 1
+        assert fig.readout() == path_line(last), "默认停在最长的序列"
+        slider.focus()
+        page.keyboard.press("Home")
+        for step in range(len(fp.lengths)):
+            if step:
+                page.keyboard.press("ArrowRight")
+            assert fig.wait_readout(path_line(step)) == path_line(step), fp.lengths[step]
+            assert slider.get_attribute("aria-valuetext") == str(fp.lengths[step])
+        box = slider.bounding_box()
+        page.mouse.click(box["x"] + 2, box["y"] + box["height"] / 2)
+        assert fig.wait_readout(path_line(0)) == path_line(0)
+        fig.shot(screenshots, "-len10")
+        # 纵轴是对数轴
+        assert page.evaluate("""(name) => [...document.querySelectorAll(
+            `[data-figure="${name}"] .role-axis-label text`)].some(t => /e-/.test(t.textContent))""",
+            "ap-path-length")
+    finally:
+        problems = fig.close()
+    assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- 深色模式、没有 JavaScript
+
+LUMINANCE = """(name) => {
+  const lum = (el) => { const m = getComputedStyle(el).fill.match(/\\d+(\\.\\d+)?/g).map(Number);
+    return (0.299 * m[0] + 0.587 * m[1] + 0.114 * m[2]) / 255; };
+  const root = document.querySelector(`[data-figure="${name}"]`);
+  const pick = (sel) => [...root.querySelectorAll(sel)].map(lum);
+  return {readout: pick('.readout_marks text'), axis: pick('.role-axis-label text, .role-axis-title text'),
+          controls: getComputedStyle(root.querySelector('.vega-bind-name')).color};
+}"""
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_text_is_light_in_dark_mode(browser, site, screenshots, name):
+    fig = Figure(browser, site, name, color_scheme="dark")
+    try:
+        assert fig.page.evaluate("document.documentElement.dataset.theme") == "dark"
+        colors = fig.page.evaluate(LUMINANCE, name)
+        fig.shot(screenshots, "-dark")
+    finally:
+        problems = fig.close()
+    assert colors["readout"] and min(colors["readout"]) > 0.6, colors
+    assert colors["axis"] and min(colors["axis"]) > 0.6, colors
+    channels = [int(c) for c in re.findall(r"\d+", colors["controls"])[:3]]
+    assert sum(channels) / 3 > 150, colors["controls"]
+    assert not problems, "\n".join(problems)
+
+
+def directive_alt(docname: str, glue_name: str) -> str:
+    text = (REPO / f"{docname}.md").read_text(encoding="utf-8")
+    block = re.search(r"```\{glue:figure\} " + glue_name + r"\n((?::[a-z]+:.*\n)+)", text)
+    assert block, f"{docname}.md 里没有 {glue_name} 的 glue:figure"
+    alt = re.search(r"^:alt: (.*)$", block.group(1), re.M)
+    assert alt, f"{glue_name} 的 glue:figure 没有 :alt:"
+    return alt.group(1).strip()
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_without_javascript_the_static_figure_shows_with_the_same_alt(browser, site, name):
+    docname, _, glue_name = FIGURES[name]
+    fig = Figure(browser, site, name, javascript=False)
+    try:
+        img = fig.root.locator("img.interactive-figure-static")
+        img.scroll_into_view_if_needed()
+        fig.page.wait_for_function(
+            "(name) => { const i = document.querySelector("
+            "`[data-figure=\"${name}\"] img.interactive-figure-static`);"
+            " return i.complete && i.naturalWidth > 0; }", arg=name, timeout=5000)
+        visible = img.is_visible()
+        alt = img.get_attribute("alt")
+        src = img.get_attribute("src")
+    finally:
+        problems = fig.close()
+    assert visible
+    assert alt == directive_alt(docname, glue_name)
+    assert src.startswith("../_images/interactive-") and src.endswith(".svg")
+    assert not [r for r in fig.requests if "book-interactive.js" in r]
+    assert not problems, "\n".join(problems)
