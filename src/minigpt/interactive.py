@@ -49,7 +49,8 @@ class InteractiveFigure:
     def __init__(self, name: str, spec: dict, static: Figure, alt: str):
         if not isinstance(static, Figure):
             raise TypeError(
-                f"static 应该是 matplotlib 的 Figure，收到的是 {type(static).__name__}"
+                "static 应该是 matplotlib 的 Figure，"
+                f"收到的是 {type(static).__name__}"
             )
         if not name or not name.replace("-", "").isalnum():
             raise ValueError(f"name 只能由字母、数字和连字符组成，收到的是 {name!r}")
@@ -129,7 +130,8 @@ def _heatmap_cells(values: np.ndarray, labels, vmin: float, vmax: float,
     ]
 
 
-def _heatmap(labels, vmin: float, vmax: float, title: str | None, select=None) -> dict:
+def _heatmap(labels, vmin: float, vmax: float, title: str | None,
+             select=None) -> dict:
     """一张热力图（格子 + 两位小数），行 = query，列 = key，与静态图同一约定。"""
     sort = list(labels)
     # 选中的格子描一圈边（没有选择的图不描边）
@@ -159,7 +161,8 @@ def _heatmap(labels, vmin: float, vmax: float, title: str | None, select=None) -
             {"mark": {"type": "text", "fontSize": 13},
              "encoding": {"text": {"field": "text"},
                           "color": {"condition": {"test": "datum.ink == 'black'",
-                                                  "value": "black"}, "value": "white"},
+                                                  "value": "black"},
+                                    "value": "white"},
                           "description": {"field": "desc"},
                           "tooltip": {"field": "desc"}}},
         ],
@@ -168,8 +171,8 @@ def _heatmap(labels, vmin: float, vmax: float, title: str | None, select=None) -
 
 def _text_width(line: str, size: float = 13) -> int:
     """一行读数大约多宽（像素）：汉字和全角标点一个字号宽，其余约 0.6 个字号。"""
-    return math.ceil(sum(size if unicodedata.east_asian_width(ch) in "WF" else 0.6 * size
-                         for ch in line))
+    wide = sum(unicodedata.east_asian_width(ch) in "WF" for ch in line)
+    return math.ceil(size * wide + 0.6 * size * (len(line) - wide))
 
 
 def _readout(rows: list[dict], filter_) -> dict:
@@ -177,7 +180,8 @@ def _readout(rows: list[dict], filter_) -> dict:
     return {
         "data": {"values": rows},
         "transform": [{"filter": filter_}],
-        "width": max(_text_width(line) for r in rows for line in r["text"].split("\n")),
+        "width": max(_text_width(line)
+                     for r in rows for line in r["text"].split("\n")),
         "height": 16 * max(r["text"].count("\n") + 1 for r in rows),
         "mark": {"type": "text", "align": "left", "baseline": "top", "x": 0, "y": 0,
                  "fontSize": 13, "lineBreak": "\n", "lineHeight": 16},
@@ -189,14 +193,19 @@ def _readout(rows: list[dict], filter_) -> dict:
 def _config() -> dict:
     # 背景透明：浅色、深色主题下都透出页面底色；坐标轴等的文字颜色由站点 CSS 跟随主题
     return {"background": None, "view": {"stroke": None},
-            "font": "Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, sans-serif",
+            "font": ("Noto Sans CJK SC, Noto Sans SC, PingFang SC, Microsoft YaHei, "
+                     "sans-serif"),
             "axis": {"labelFontSize": 12, "titleFontSize": 12},
             "legend": {"labelFontSize": 11, "titleFontSize": 12},
             "header": {"labelFontSize": 13, "titleFontSize": 13}}
 
 
-def _step_bind(param: str, label: str, shown: list[str], value: int) -> tuple[dict, dict]:
-    """滑块：按档位（0, 1, 2 …）移动；每档的显示文字放在 usermeta 里，由页面脚本替换数字。"""
+def _step_bind(param: str, label: str, shown: list[str],
+               value: int) -> tuple[dict, dict]:
+    """滑块：按档位（0, 1, 2 …）移动。
+
+    每档的显示文字放在 usermeta 里，由页面脚本换掉滑块旁的档位数字。
+    """
     return ({"name": param, "value": value,
              "bind": {"input": "range", "min": 0, "max": len(shown) - 1, "step": 1,
                       "name": label}},
@@ -233,8 +242,9 @@ def score_weight_explorer(scores, d_k: int, weights, labels, static: Figure,
     ]
     chart = _heatmap(labels, 0, 1, None, select="cell")
     # 两张热力图颜色范围不同：分数用它自己的最小、最大值，权重用 [0, 1]
-    chart["layer"][0]["encoding"]["color"]["scale"] = {"scheme": "viridis", "nice": False}
-    chart["layer"][0]["encoding"]["color"]["legend"] = None
+    color = chart["layer"][0]["encoding"]["color"]
+    color["scale"] = {"scheme": "viridis", "nice": False}
+    color["legend"] = None
     chart["layer"][0]["params"] = [{
         "name": "cell",
         "select": {"type": "point", "fields": ["query", "key"], "on": "pointerover",
@@ -245,7 +255,8 @@ def score_weight_explorer(scores, d_k: int, weights, labels, static: Figure,
                            "name": "query（行）"}},
     }]
     spec = {
-        "description": ("两张热力图：左边是分数 q·k，右边是注意力权重，行是 query，列是 key。"
+        "description": ("两张热力图：左边是分数 q·k，右边是注意力权重，"
+                        "行是 query，列是 key。"
                         "用“query（行）”“key（列）”两个下拉框或鼠标选一个格子，"
                         "图下方读出这一对的点积、缩放后的分数和 softmax 权重。"),
         "config": _config(),
@@ -266,19 +277,22 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
                         start: int = 64,
                         name: str = "s2-softmax-saturation") -> InteractiveFigure:
     """滑块选 d_k，看同一个 query 的 softmax 权重：不缩放时变成 one-hot，
-    除以 √d_k 后保持分散；读数给出最大权重（见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    除以 √d_k 后保持分散；读数给出最大权重
+    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
 
     每个 d_k 都调用 `attention.softmax_saturation`（参数与正文相同），
     柱子是那一次“典型”抽样，读数另给 n_trials 次抽样的中位数。默认停在 d_k = start。
     """
     d_k_values = tuple(int(d) for d in d_k_values)
     if start not in d_k_values:
-        raise ValueError(f"start 应该是 d_k_values {d_k_values} 之一，收到的是 {start}")
+        raise ValueError(
+            f"start 应该是 d_k_values {d_k_values} 之一，收到的是 {start}")
     bars, rows = [], []
     for step, d_k in enumerate(d_k_values):
         r = softmax_saturation(d_k=d_k, n_keys=n_keys, seed=seed, n_trials=n_trials)
         panels = (("不缩放", r.weights, r.max_weight, r.grad_norm),
-                  ("除以 √d_k", r.scaled_weights, r.scaled_max_weight, r.scaled_grad_norm))
+                  ("除以 √d_k", r.scaled_weights, r.scaled_max_weight,
+                   r.scaled_grad_norm))
         for variant, w, top, grad in panels:
             # 每栏的标题与静态图相同：最大权重和 softmax 雅可比的范数
             title = f"{variant}：最大权重 {top:.2f}，梯度范数 {grad:.3f}"
@@ -292,7 +306,8 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
     param, shown = _step_bind("dk", "d_k（拖动滑块或按方向键）",
                               [str(d) for d in d_k_values], d_k_values.index(start))
     spec = {
-        "description": (f"两幅柱状图：同一个 query 对 {n_keys} 个 key 的 softmax 权重，"
+        "description": (f"两幅柱状图：同一个 query 对 {n_keys} 个 key 的 "
+                        "softmax 权重，"
                         "左边不缩放，右边除以 √d_k。滑块选 d_k；"
                         "图下方读出两边的最大权重。"),
         "config": _config(),
@@ -318,7 +333,8 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
                                          "range": [RNN_COLOR, ATTN_COLOR]},
                                "legend": None},
                      "tooltip": [{"field": "key", "title": "key"},
-                                 {"field": "weight", "title": "权重", "format": ".4f"}],
+                                 {"field": "weight", "title": "权重",
+                                  "format": ".4f"}],
                  }}, {
                      "name": "paneltitle",
                      "transform": [{"filter": "datum.key == 0"}],
@@ -355,8 +371,9 @@ def mask_toggle(before, after, labels, static: Figure, alt: str,
         rows.append({"masked": masked, "text": "\n".join(lines)})
     chart = _heatmap(labels, 0.0, 1.0, "注意力权重", select=None)
     spec = {
-        "description": ("注意力权重热力图，行是 query，列是 key。“因果遮蔽”复选框打开时，"
-                        "对角线以上的权重变成 0，每行重新归一化；图下方逐行读出权重。"),
+        "description": ("注意力权重热力图，行是 query，列是 key。"
+                        "“因果遮蔽”复选框打开时，对角线以上的权重变成 0，"
+                        "每行重新归一化；图下方逐行读出权重。"),
         "config": _config(),
         "params": [{"name": "masked", "value": True,
                     "bind": {"input": "checkbox", "name": "因果遮蔽"}}],
@@ -387,19 +404,23 @@ def head_selector(weights_per_head, labels, static: Figure, alt: str,
     labels = list(labels)
     if w.ndim != 3:
         raise ValueError(
-            f"weights_per_head 应该是 [heads, seq, seq]，收到的形状是 {list(w.shape)}")
+            "weights_per_head 应该是 [heads, seq, seq]，"
+            f"收到的形状是 {list(w.shape)}")
     _check_square("weights_per_head", w, labels)
     heads = w.shape[0]
     i = range(len(labels))[row]
     cells, rows = [], []
     for h in range(heads):
         cells += _heatmap_cells(w[h], labels, 0.0, 1.0, head=h + 1)
-        rows.append({"head": h + 1, "text": f"头 {h + 1} 中 {labels[i]} 这一行：" + "，".join(
-            f"{labels[j]} {w[h, i, j]:.2f}" for j in range(len(labels)))})
+        row_text = "，".join(f"{labels[j]} {w[h, i, j]:.2f}"
+                            for j in range(len(labels)))
+        rows.append({"head": h + 1,
+                     "text": f"头 {h + 1} 中 {labels[i]} 这一行：{row_text}"})
     chart = _heatmap(labels, 0.0, 1.0, "注意力权重")
     spec = {
-        "description": (f"注意力权重热力图，行是 query，列是 key。用单选按钮在 {heads} 个头之间"
-                        f"切换；图下方读出所选头里 {labels[i]} 这一行的权重。"),
+        "description": ("注意力权重热力图，行是 query，列是 key。"
+                        f"用单选按钮在 {heads} 个头之间切换；"
+                        f"图下方读出所选头里 {labels[i]} 这一行的权重。"),
         "config": _config(),
         "params": [{"name": "head", "value": 1,
                     "bind": {"input": "radio", "options": list(range(1, heads + 1)),
@@ -424,18 +445,21 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
     """滑块选序列长度，看位置 0 收到的梯度：RNN 与注意力，纵轴对数
     （见附录 RNN 与 Transformer 对比，补充实验）。
 
-    result: `experiments.first_position_gradient_vs_length` 的结果（页面算好的那一份）。
+    result: `experiments.first_position_gradient_vs_length` 的结果
+    （页面算好的那一份）。
     梯度范数为 0（float32 下溢）的点画不上对数轴，读数里如实写出。默认停在最长的长度。
     """
     lengths = [int(n) for n in result.lengths]
     if start is None:
         start = lengths[-1]
     if start not in lengths:
-        raise ValueError(f"start 应该是 result.lengths {tuple(lengths)} 之一，收到的是 {start}")
+        raise ValueError(f"start 应该是 result.lengths {tuple(lengths)} 之一，"
+                         f"收到的是 {start}")
     points, rows = [], []
     for step, (n, r, a) in enumerate(zip(lengths, result.rnn, result.attention)):
         for model, g in (("RNN", r), ("Attention", a)):
-            points.append({"step": step, "seq_len": n, "model": model, "grad": float(g),
+            points.append({"step": step, "seq_len": n, "model": model,
+                           "grad": float(g),
                            "shown": f"{g:.3e}" if g > 0 else "0（float32 下溢）"})
         rnn = f"{r:.3e}" if r > 0 else "0（float32 下求范数时平方下溢）"
         rows.append({"step": step, "text":
@@ -443,17 +467,20 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
     param, shown = _step_bind("len", "序列长度（拖动滑块或按方向键）",
                               [str(n) for n in lengths], lengths.index(start))
     positive = [p for p in points if p["grad"] > 0]
-    # 与静态图相同：范数为 0 的 RNN 点画在图的底边（最小正值再小四个数量级），并标注原因
+    # 与静态图相同：范数为 0 的 RNN 点画在图的底边（比最小正值再小四个数量级），
+    # 并标注原因
     floor = min(p["grad"] for p in positive) / 1e4
     underflow = [{"seq_len": n, "grad": floor}
                  for n, r in zip(lengths, result.rnn) if r == 0]
     x = {"field": "seq_len", "type": "quantitative", "title": "序列长度",
          "scale": {"type": "log", "base": 2, "domain": [lengths[0], lengths[-1]]},
          "axis": {"values": lengths, "format": "d"}}
-    y = {"field": "grad", "type": "quantitative", "title": "位置 0 的梯度范数（对数轴）",
+    y = {"field": "grad", "type": "quantitative",
+         "title": "位置 0 的梯度范数（对数轴）",
          "scale": {"type": "log"}, "axis": {"format": ".0e"}}
     color = {"field": "model", "type": "nominal", "title": None,
-             "scale": {"domain": ["RNN", "Attention"], "range": [RNN_COLOR, ATTN_COLOR]},
+             "scale": {"domain": ["RNN", "Attention"],
+                       "range": [RNN_COLOR, ATTN_COLOR]},
              "legend": {"orient": "bottom-left"}}   # 图里左下角是空的
     spec = {
         "description": ("折线图，横轴是序列长度，纵轴是位置 0 的梯度范数（对数轴），"
@@ -478,8 +505,8 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
                   "mark": {"type": "rule", "strokeDash": [4, 4], "color": "gray"},
                   "encoding": {"y": None, "color": None}},
                  *([{"data": {"values": underflow},
-                     "mark": {"type": "point", "shape": "triangle-down", "filled": True,
-                              "size": 90, "color": RNN_COLOR},
+                     "mark": {"type": "point", "shape": "triangle-down",
+                              "filled": True, "size": 90, "color": RNN_COLOR},
                      "encoding": {"color": None}},
                     {"data": {"values": underflow},
                      "mark": {"type": "text", "align": "right", "dx": -8, "dy": -12,
