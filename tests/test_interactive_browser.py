@@ -348,6 +348,42 @@ def test_path_length_slider_by_keyboard_and_mouse(browser, site, screenshots):
     assert not problems, "\n".join(problems)
 
 
+# ---------------------------------------------------------------- 只在需要的页面加载，分量有上限
+
+BUDGET = 2_000_000  # issue 12：最重的页面最多比原来多传 2 MB
+
+
+def test_library_loads_only_where_needed_and_fits_the_budget(browser, site, built_book):
+    """有交互图的页面以 type=module 加载本站的库；为交互图多传的字节（库、样式、图表说明）
+    在 2 MB 以内；没有交互图的页面根本不加载它。"""
+    html_dir = built_book.html
+    for name in ("s2-score-weight", "ap-path-length"):
+        fig = Figure(browser, site, name)
+        try:
+            scripts = fig.page.eval_on_selector_all(
+                'script[src*="interactive/"]', "els => els.map(e => [e.type, e.src])")
+            specs = fig.page.eval_on_selector_all(
+                "script.interactive-figure-spec", "els => els.map(e => e.textContent)")
+        finally:
+            problems = fig.close()
+        assert len(scripts) == 1 and scripts[0][0] == "module", scripts
+        assert scripts[0][1].startswith(site), "库不在本站"
+        assets = [r for r in fig.requests if "/_static/interactive/" in r]
+        added = sum((html_dir / urlsplit(r).path.lstrip("/")).stat().st_size for r in assets)
+        added += sum(len(x.encode("utf-8")) for x in specs)
+        assert 0 < added <= BUDGET, f"{name}：交互图多传了 {added} 字节"
+        assert not problems, "\n".join(problems)
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        requested: list[str] = []
+        page.on("request", lambda r: requested.append(r.url))
+        page.goto(site + "book/s1_intuition.html", wait_until="networkidle")
+    finally:
+        context.close()
+    assert requested and not [r for r in requested if "/_static/interactive/" in r]
+
+
 # ---------------------------------------------------------------- 深色模式、没有 JavaScript
 
 LUMINANCE = """(name) => {

@@ -7,6 +7,7 @@
 - `minigpt.layers`：多头注意力、FFN、Transformer Block（第 4–6 节）；
 - `minigpt.experiments`：第 2 节 √d_k 的实验，附录里 RNN 与 Attention 的梯度实验；
 - `minigpt.plots`：书中配图（单独导入；画图前先调用 `notebook.setup_notebook()`）；
+- `minigpt.interactive`：网站上的交互图（单独导入；PDF 里是同一张静态图）；
 - `minigpt.homework`：作业检查。
 """
 

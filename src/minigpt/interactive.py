@@ -39,7 +39,8 @@ SATURATION_DKS = (4, 8, 16, 32, 64, 128, 256)
 
 
 class InteractiveFigure:
-    """一张交互图：网页用 Vega-Lite，PDF 用同一张 matplotlib 静态图（见本模块说明）。
+    """一张交互图：网页用 Vega-Lite，PDF 用同一张 matplotlib 静态图
+    （见第 2、3、4 节和附录里带控件的图）。
 
     name 是 ``data-figure`` 的值（测试靠它找到图）；spec 是 Vega-Lite 图表说明，
     其中 ``description`` 是交互图给读屏软件的说明；static 是页面原来的 matplotlib 图，
@@ -64,7 +65,8 @@ class InteractiveFigure:
         self._svg = _savefig(static, "svg")
 
     def to_html(self) -> str:
-        """网页上的那一段 HTML：图表说明（JSON）、绘图区、静态图（见本模块说明）。"""
+        """网页上的那一段 HTML：图表说明（JSON）、绘图区、静态图
+        （见第 2、3、4 节和附录里带控件的图）。"""
         spec = json.dumps(self.spec, ensure_ascii=False, separators=(",", ":"))
         spec = spec.replace("</", "<\\/")  # 不让字符串里的 "</script>" 提前结束脚本
         svg = base64.b64encode(self._svg).decode("ascii")
