@@ -8,8 +8,8 @@
    ES 模块（约 0.9 MB，gzip 后约 0.3 MB）。打包要一两秒，结果按“包版本 + 脚本内容”缓存在
    ``_build/.interactive_cache/``。
 2. **放在本站的 ``_static/interactive/``，不在源目录的 ``_static`` 里。** Jupyter Book 会把源目录
-   ``_static`` 里的每个 .js 挂到每一页上；这里在构建器初始化时直接复制到输出目录（此时复制，
-   Sphinx 才会给链接加上 ``?v=`` 校验和）。
+   ``_static`` 里的每个 .js 挂到每一页上；这里在写出第一张有交互图的页面之前直接复制到输出目录
+   （在页面渲染之前复制，Sphinx 才会给链接加上 ``?v=`` 校验和；没有交互图的书不生成也不复制）。
 3. **只挂到有交互图的页面上，而且以 ``type="module"`` 加载。** 作为普通脚本加载时，库里顶层的
    ``function _`` 与 Sphinx 7.4 ``doctools.js`` 里的 ``const _`` 冲突，什么都画不出来。
    按页加脚本只能在 ``html-page-context`` 里做，_config.yml 做不到，所以需要这个扩展。
@@ -63,13 +63,16 @@ def vega_bundle(cache_dir: Path) -> Path:
 
 
 def copy_assets(app: Sphinx) -> None:
-    if app.builder.format != "html":
+    """把库和样式复制到输出目录；每次构建只做一次，而且只在第一张有交互图的页面写出之前做
+    （Sphinx 在随后渲染页面时才给链接算 ``?v=`` 校验和，此时文件已经在了）。"""
+    if getattr(app, "_book_interactive_copied", False):
         return
     static = Path(app.outdir) / "_static"
     (static / JS_PATH).parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(vega_bundle(Path(app.outdir).parent / ".interactive_cache"),
                     static / JS_PATH)
     shutil.copyfile(STYLE, static / CSS_PATH)
+    app._book_interactive_copied = True
 
 
 STATIC_IMG = re.compile(r'(<img class="interactive-figure-static"[^>]*?) '
@@ -98,16 +101,24 @@ def static_images_to_files(app: Sphinx, doctree, docname: str) -> None:
             node.replace_self(nodes.raw("", STATIC_IMG.sub(to_file, text), format="html"))
 
 
+def refresh_assets(app: Sphinx, exception) -> None:
+    """增量构建没有重写任何有交互图的页面时，也把输出目录里已有的库换成当前版本。"""
+    if (exception is None and app.builder.format == "html"
+            and (Path(app.outdir) / "_static" / JS_PATH).is_file()):
+        copy_assets(app)
+
+
 def add_assets_to_page(app: Sphinx, pagename: str, templatename: str, context: dict,
                        doctree) -> None:
     # 在 html-page-context 里加的文件只属于这一页（Sphinx 每页结束时复原列表）
     if MARKER in context.get("body", ""):
+        copy_assets(app)
         app.add_js_file(JS_PATH, type="module")
         app.add_css_file(CSS_PATH)
 
 
 def setup(app: Sphinx) -> dict:
-    app.connect("builder-inited", copy_assets)
     app.connect("doctree-resolved", static_images_to_files)
     app.connect("html-page-context", add_assets_to_page)
+    app.connect("build-finished", refresh_assets)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

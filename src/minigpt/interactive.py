@@ -249,7 +249,7 @@ def score_weight_explorer(scores, d_k: int, weights, labels, static: Figure,
     color["legend"] = None
     chart["layer"][0]["params"] = [{
         "name": "cell",
-        "select": {"type": "point", "fields": ["query", "key"], "on": "pointerover",
+        "select": {"type": "point", "fields": ["key", "query"], "on": "pointerover",
                    "clear": False, "nearest": False},
         "value": [{"query": labels[query], "key": labels[key]}],
         "bind": {"key": {"input": "select", "options": labels, "name": "key（列）"},
