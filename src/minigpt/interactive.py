@@ -510,7 +510,7 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
                      "mark": {"type": "point", "shape": "triangle-down",
                               "filled": True, "size": 90, "color": RNN_COLOR},
                      "encoding": {"color": None}},
-                    {"data": {"values": underflow},
+                    {"data": {"values": underflow}, "name": "underflowlabel",
                      "mark": {"type": "text", "align": "right", "dx": -8, "dy": -12,
                               "fontSize": 12, "color": RNN_COLOR},
                      "encoding": {"color": None,
