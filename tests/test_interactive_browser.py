@@ -391,7 +391,7 @@ LUMINANCE = """(name) => {
     return (0.299 * m[0] + 0.587 * m[1] + 0.114 * m[2]) / 255; };
   const root = document.querySelector(`[data-figure="${name}"]`);
   const pick = (sel) => [...root.querySelectorAll(sel)].map(lum);
-  return {readout: pick('.readout_marks text'), axis: pick('.role-axis-label text, .role-axis-title text'),
+  return {readout: pick('.readout_marks text, .paneltitle_marks text, .underflowlabel_marks text'), axis: pick('.role-axis-label text, .role-axis-title text'),
           controls: getComputedStyle(root.querySelector('.vega-bind-name')).color};
 }"""
 
