@@ -112,7 +112,7 @@ def test_score_weight_default_readout_is_minigpts_numbers(figures):
     assert readout("s2-score-weight", figures)[-1] == texts[-1]
     readout_ = texts[-1]
     s, w = t.scores[0, 2].item(), t.weights[0, 2].item()
-    assert readout_ == (f"query the，key sat：q·k = {s:.4f}；"
+    assert readout_ == (f"Query the，Key sat：q·k = {s:.4f}；"
                         f"除以 √{t.d_k} 后 = {s / t.d_k ** 0.5:.4f}；softmax 权重 = {w:.4f}")
     # 两张热力图的 18 个格子标着分数和权重（两位小数），与 matplotlib 静态图相同
     cells = sorted(x for x in texts if re.fullmatch(r"-?\d\.\d\d", x))
@@ -161,7 +161,7 @@ def test_path_length_starts_at_the_longest_sequence(figures):
     fp = cases.path_length()
     assert fp.rnn[-1] == 0.0  # 长度 160：float32 下范数下溢
     assert readout("ap-path-length", figures) == [(f"序列长度 {fp.lengths[-1]}：位置 0 的梯度范数 RNN 0（float32 下求范数时"
-                         f"平方下溢），Attention {fp.attention[-1]:.3e}")]
+                         f"平方下溢），注意力 {fp.attention[-1]:.3e}")]
 
 
 def test_bad_input_gets_a_chinese_error():

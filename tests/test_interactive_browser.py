@@ -188,7 +188,7 @@ def test_score_weight_cells_by_keyboard_and_mouse(browser, site, screenshots):
 
     def expected(i: int, j: int) -> list[str]:
         s, w = t.scores[i, j].item(), t.weights[i, j].item()
-        return [f"query {labels[i]}，key {labels[j]}：q·k = {s:.4f}；"
+        return [f"Query {labels[i]}，Key {labels[j]}：q·k = {s:.4f}；"
                 f"除以 √{t.d_k} 后 = {s / t.d_k ** 0.5:.4f}；softmax 权重 = {w:.4f}"]
 
     fig = Figure(browser, site, "s2-score-weight")
@@ -211,7 +211,7 @@ def test_score_weight_cells_by_keyboard_and_mouse(browser, site, screenshots):
             for i in range(len(labels)):
                 for j in range(len(labels)):
                     cell = root.locator(
-                        f'.mark-rect path[aria-label*="query {labels[i]}，key {labels[j]}："]'
+                        f'.mark-rect path[aria-label*="Query {labels[i]}，Key {labels[j]}："]'
                     ).nth(panel)
                     cell.hover()
                     assert fig.wait_readout(expected(i, j)) == expected(i, j), (panel, i, j)
@@ -317,7 +317,7 @@ def path_line(step: int) -> list[str]:
     fp = cases.path_length()
     n, r, a = fp.lengths[step], fp.rnn[step], fp.attention[step]
     rnn = f"{r:.3e}" if r > 0 else "0（float32 下求范数时平方下溢）"
-    return [f"序列长度 {n}：位置 0 的梯度范数 RNN {rnn}，Attention {a:.3e}"]
+    return [f"序列长度 {n}：位置 0 的梯度范数 RNN {rnn}，注意力 {a:.3e}"]
 
 
 def test_path_length_slider_by_keyboard_and_mouse(browser, site, screenshots):

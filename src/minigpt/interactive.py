@@ -127,14 +127,14 @@ def _heatmap_cells(values: np.ndarray, labels, vmin: float, vmax: float,
     return [
         {"query": labels[i], "key": labels[j], "value": float(v),
          "text": f"{v:.2f}", "ink": _ink(v, vmin, vmax),
-         "desc": f"query {labels[i]}，key {labels[j]}：{v:.2f}", **extra}
+         "desc": f"Query {labels[i]}，Key {labels[j]}：{v:.2f}", **extra}
         for (i, j), v in np.ndenumerate(values)
     ]
 
 
 def _heatmap(labels, vmin: float, vmax: float, title: str | None,
              select=None) -> dict:
-    """一张热力图（格子 + 两位小数），行 = query，列 = key，与静态图同一约定。"""
+    """一张热力图（格子 + 两位小数），行 = Query，列 = Key，与静态图同一约定。"""
     sort = list(labels)
     # 选中的格子描一圈边（没有选择的图不描边）
     stroke = ({"stroke": {"value": HIGHLIGHT},
@@ -145,9 +145,9 @@ def _heatmap(labels, vmin: float, vmax: float, title: str | None,
         "width": CELL * len(labels), "height": CELL * len(labels),
         "encoding": {
             "x": {"field": "key", "type": "nominal", "sort": sort,
-                  "title": "key（被看的 token）", "axis": {"labelAngle": 0}},
+                  "title": "Key（被看的 token）", "axis": {"labelAngle": 0}},
             "y": {"field": "query", "type": "nominal", "sort": sort,
-                  "title": "query（正在看的 token）"},
+                  "title": "Query（正在看的 token）"},
         },
         "layer": [
             {"mark": {"type": "rect", "strokeWidth": 4},
@@ -221,8 +221,8 @@ def score_weight_explorer(scores, d_k: int, weights, labels, static: Figure,
                           alt: str, name: str = "s2-score-weight",
                           query: int = 0, key: int = 2) -> InteractiveFigure:
     """分数与权重两张热力图；鼠标悬停或用两个下拉框选中一个格子，
-    下方读出该 query、key 的点积 q·k、缩放后的分数和 softmax 权重
-    （见第 2 节 Scaled Dot-Product Attention「第三步」）。
+    下方读出该 Query、Key 的点积 q·k、缩放后的分数和 softmax 权重
+    （见第 2 节 缩放点积注意力「第三步」）。
 
     scores: [seq, seq] 未缩放的分数 QKᵀ；weights: [seq, seq] softmax 权重。
     读数的格式与正文一致（四位小数）。默认选中第 query 行第 key 列。
@@ -237,7 +237,7 @@ def score_weight_explorer(scores, d_k: int, weights, labels, static: Figure,
              + _heatmap_cells(w, labels, 0.0, 1.0, panel="注意力权重"))
     rows = [
         {"query": labels[i], "key": labels[j],
-         "text": (f"query {labels[i]}，key {labels[j]}：q·k = {s[i, j]:.4f}；"
+         "text": (f"Query {labels[i]}，Key {labels[j]}：q·k = {s[i, j]:.4f}；"
                   f"除以 √{d_k} 后 = {s[i, j] / scale:.4f}；"
                   f"softmax 权重 = {w[i, j]:.4f}")}
         for i in range(len(labels)) for j in range(len(labels))
@@ -252,14 +252,14 @@ def score_weight_explorer(scores, d_k: int, weights, labels, static: Figure,
         "select": {"type": "point", "fields": ["key", "query"], "on": "pointerover",
                    "clear": False, "nearest": False},
         "value": [{"query": labels[query], "key": labels[key]}],
-        "bind": {"key": {"input": "select", "options": labels, "name": "key（列）"},
+        "bind": {"key": {"input": "select", "options": labels, "name": "Key（列）"},
                  "query": {"input": "select", "options": labels,
-                           "name": "query（行）"}},
+                           "name": "Query（行）"}},
     }]
     spec = {
         "description": ("两张热力图：左边是分数 q·k，右边是注意力权重，"
-                        "行是 query，列是 key。"
-                        "用“query（行）”“key（列）”两个下拉框或鼠标选一个格子，"
+                        "行是 Query，列是 Key。"
+                        "用“Query（行）”“Key（列）”两个下拉框或鼠标选一个格子，"
                         "图下方读出这一对的点积、缩放后的分数和 softmax 权重。"),
         "config": _config(),
         "vconcat": [
@@ -278,9 +278,9 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
                         n_keys: int = 8, seed: int = 0, n_trials: int = 1000,
                         start: int = 64,
                         name: str = "s2-softmax-saturation") -> InteractiveFigure:
-    """滑块选 d_k，看同一个 query 的 softmax 权重：不缩放时变成 one-hot，
+    """滑块选 d_k，看同一个 Query 的 softmax 权重：不缩放时变成 one-hot，
     除以 √d_k 后保持分散；读数给出最大权重
-    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    （见第 2 节 缩放点积注意力「缩放」）。
 
     每个 d_k 都调用 `attention.softmax_saturation`（参数与正文相同），
     柱子是那一次“典型”抽样，读数另给 n_trials 次抽样的中位数。默认停在 d_k = start。
@@ -296,8 +296,8 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
                   ("除以 √d_k", r.scaled_weights, r.scaled_max_weight,
                    r.scaled_grad_norm))
         for variant, w, top, grad in panels:
-            # 每栏的标题与静态图相同：最大权重和 softmax 雅可比的范数
-            title = f"{variant}：最大权重 {top:.2f}，梯度范数 {grad:.3f}"
+            # 每栏的标题与静态图相同：最大权重和灵敏度（softmax 雅可比的范数）
+            title = f"{variant}：最大权重 {top:.2f}，灵敏度 {grad:.3f}"
             bars += [{"step": step, "variant": variant, "key": k, "weight": float(v),
                       "title": title} for k, v in enumerate(_values(w))]
         rows.append({"step": step, "text": (
@@ -308,7 +308,7 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
     param, shown = _step_bind("dk", "d_k（拖动滑块或按方向键）",
                               [str(d) for d in d_k_values], d_k_values.index(start))
     spec = {
-        "description": (f"两幅柱状图：同一个 query 对 {n_keys} 个 key 的 "
+        "description": (f"两幅柱状图：同一个 Query 对 {n_keys} 个 Key 的 "
                         "softmax 权重，"
                         "左边不缩放，右边除以 √d_k。滑块选 d_k；"
                         "图下方读出两边的最大权重。"),
@@ -326,7 +326,7 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
                  "layer": [{
                  "mark": {"type": "bar"},
                  "encoding": {
-                     "x": {"field": "key", "type": "ordinal", "title": "key 编号",
+                     "x": {"field": "key", "type": "ordinal", "title": "Key 编号",
                            "axis": {"labelAngle": 0}},
                      "y": {"field": "weight", "type": "quantitative",
                            "scale": {"domain": [0, 1]}, "title": "softmax 权重"},
@@ -373,7 +373,7 @@ def mask_toggle(before, after, labels, static: Figure, alt: str,
         rows.append({"masked": masked, "text": "\n".join(lines)})
     chart = _heatmap(labels, 0.0, 1.0, "注意力权重", select=None)
     spec = {
-        "description": ("注意力权重热力图，行是 query，列是 key。"
+        "description": ("注意力权重热力图，行是 Query，列是 Key。"
                         "“因果遮蔽”复选框打开时，对角线以上的权重变成 0，"
                         "每行重新归一化；图下方逐行读出权重。"),
         "config": _config(),
@@ -420,7 +420,7 @@ def head_selector(weights_per_head, labels, static: Figure, alt: str,
                      "text": f"头 {h + 1} 中 {labels[i]} 这一行：{row_text}"})
     chart = _heatmap(labels, 0.0, 1.0, "注意力权重")
     spec = {
-        "description": ("注意力权重热力图，行是 query，列是 key。"
+        "description": ("注意力权重热力图，行是 Query，列是 Key。"
                         f"用单选按钮在 {heads} 个头之间切换；"
                         f"图下方读出所选头里 {labels[i]} 这一行的权重。"),
         "config": _config(),
@@ -459,13 +459,13 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
                          f"收到的是 {start}")
     points, rows = [], []
     for step, (n, r, a) in enumerate(zip(lengths, result.rnn, result.attention)):
-        for model, g in (("RNN", r), ("Attention", a)):
+        for model, g in (("RNN", r), ("注意力", a)):
             points.append({"step": step, "seq_len": n, "model": model,
                            "grad": float(g),
                            "shown": f"{g:.3e}" if g > 0 else "0（float32 下溢）"})
         rnn = f"{r:.3e}" if r > 0 else "0（float32 下求范数时平方下溢）"
         rows.append({"step": step, "text":
-                     f"序列长度 {n}：位置 0 的梯度范数 RNN {rnn}，Attention {a:.3e}"})
+                     f"序列长度 {n}：位置 0 的梯度范数 RNN {rnn}，注意力 {a:.3e}"})
     param, shown = _step_bind("len", "序列长度（拖动滑块或按方向键）",
                               [str(n) for n in lengths], lengths.index(start))
     positive = [p for p in points if p["grad"] > 0]
@@ -481,12 +481,12 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
          "title": "位置 0 的梯度范数（对数轴）",
          "scale": {"type": "log"}, "axis": {"format": ".0e"}}
     color = {"field": "model", "type": "nominal", "title": None,
-             "scale": {"domain": ["RNN", "Attention"],
+             "scale": {"domain": ["RNN", "注意力"],
                        "range": [RNN_COLOR, ATTN_COLOR]},
              "legend": {"orient": "bottom-left"}}   # 图里左下角是空的
     spec = {
         "description": ("折线图，横轴是序列长度，纵轴是位置 0 的梯度范数（对数轴），"
-                        "一条是 RNN，一条是 Attention。滑块选一个序列长度，"
+                        "一条是 RNN，一条是注意力。滑块选一个序列长度，"
                         "图下方读出两种模型在这个长度下的梯度范数。"),
         "config": _config(),
         "params": [param],
