@@ -322,6 +322,33 @@ def test_every_figure_is_in_the_pdf(docname, built_pdf, tex, log, latex_dir):
         assert f"{stem}{ext}" in log.replace("\n", ""), f"XeLaTeX 的日志里没有读入 {stem}{ext}"
 
 
+def test_interactive_figures_print_their_static_figure(built_pdf, tex):
+    """网站上的交互图在 PDF 里是同一张 matplotlib 静态图（矢量 PDF），带同样的图号；
+    LaTeX 里没有任何交互图的 HTML 或 JavaScript 残留。"""
+    html_dir = built_pdf.root / "_build" / "html"
+    chunks = tex_by_doc(tex)
+    found = {}
+    for docname in toc_docnames():
+        html = (html_dir / f"{docname}.html").read_text(encoding="utf-8")
+        # 交互图所在的 <figure id=...>（{glue:figure} 的 :name:）
+        ids = re.findall(r'<figure[^>]*id="([^"]+)"[^>]*>(?:(?!</figure>).)*?data-figure=',
+                         html, re.S)
+        assert len(ids) == html.count('class="interactive-figure"'), (docname, ids)
+        if ids:
+            found[docname] = ids
+    assert sum(len(ids) for ids in found.values()) == 5, found
+    for docname, ids in found.items():
+        for fig_id in ids:
+            label = re.escape(f"\\label{{\\detokenize{{{docname}:{fig_id}}}}}")
+            block = re.search(r"\\begin\{figure\}(?:(?!\\end\{figure\}).)*?" + label,
+                              chunks[docname], re.S)
+            assert block, f"{docname}：PDF 里没有图 {fig_id}"
+            assert re.search(r"\\sphinxincludegraphics(?:\[[^\]]*\])?\{\{[^}]*\}\.pdf\}",
+                             block.group(0)), f"{docname}：{fig_id} 在 PDF 里不是矢量 PDF 静态图"
+    for leftover in ("interactive-figure", "vegaEmbed", "application/json", "alt.Chart", "交互图 "):
+        assert leftover not in tex, f"book.tex 里有交互图的残留：{leftover}"
+
+
 def test_homework_solutions_are_printed(built_pdf, tex, text):
     """作业的解答在网页上折叠，PDF 里要展开印出来：每个解答里的每段代码（和输出）的第一行都在 PDF 里。"""
     solutions = html_facts(built_pdf.root / "_build" / "html", "book/homework").solutions
