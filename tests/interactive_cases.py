@@ -41,8 +41,8 @@ def toy() -> Toy:
 
 
 @lru_cache(maxsize=None)
-def saturation(d_k: int) -> attention.SoftmaxSaturation:
-    return attention.softmax_saturation(d_k=d_k, **SATURATION)
+def saturation(d_k: int) -> experiments.SoftmaxSaturation:
+    return experiments.softmax_saturation(d_k=d_k, **SATURATION)
 
 
 @lru_cache(maxsize=None)

@@ -21,6 +21,13 @@ from minigpt import interactive, plots
 VL_VERSION = "6.4"  # 与 book/_ext/book_interactive.py 打包的 Vega-Lite 同一版本
 
 
+@pytest.fixture(scope="module", autouse=True)
+def chinese_font():
+    """画图之前装好中文字体（书页里由 setup_notebook 完成；导入 plots 本身不装）。"""
+    return plots.setup_chinese_font()
+
+
+
 def build(name: str) -> interactive.InteractiveFigure:
     """用 minigpt 的数（按页面的做法）造出五张交互图之一，静态图与页面上的相同。"""
     t = cases.toy()

@@ -29,7 +29,7 @@ import torch
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
-from .attention import softmax_saturation
+from .experiments import softmax_saturation
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"  # 只是版本标记，不会被下载
 HIGHLIGHT = "#ff2d78"      # 选中格子的描边：在 viridis 的紫、绿、黄上都显眼
@@ -282,7 +282,7 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
     除以 √d_k 后保持分散；读数给出最大权重
     （见第 2 节 缩放点积注意力「缩放」）。
 
-    每个 d_k 都调用 `attention.softmax_saturation`（参数与正文相同），
+    每个 d_k 都调用 `experiments.softmax_saturation`（参数与正文相同），
     柱子是那一次“典型”抽样，读数另给 n_trials 次抽样的中位数。默认停在 d_k = start。
     """
     d_k_values = tuple(int(d) for d in d_k_values)
