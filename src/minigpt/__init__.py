@@ -3,7 +3,7 @@
 书里的每一个计算都在这里，书页在构建时直接运行它：
 
 - `minigpt.data`：玩具词表与第 1 节的 X、Q、K、V；
-- `minigpt.attention`：Scaled Dot-Product Attention 的四步与因果遮蔽（第 2、3 节）；
+- `minigpt.attention`：缩放点积注意力的四步与因果遮蔽（第 2、3 节）；
 - `minigpt.layers`：多头注意力、FFN、Transformer Block（第 4–6 节）；
 - `minigpt.experiments`：第 2 节 √d_k 的实验，附录里 RNN 与 Attention 的梯度实验；
 - `minigpt.plots`：书中配图（单独导入；画图前先调用 `notebook.setup_notebook()`）；

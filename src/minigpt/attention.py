@@ -1,5 +1,5 @@
-"""Scaled Dot-Product Attention 的四步与因果遮蔽
-（见第 2 节 Scaled Dot-Product Attention、第 3 节 因果遮蔽）。
+"""缩放点积注意力的四步与因果遮蔽
+（见第 2 节 缩放点积注意力、第 3 节 因果遮蔽）。
 
 四步各是一个小函数，`scaled_dot_product_attention` 只是把它们串起来；
 书里别处（多头注意力、作业检查）都调用这里，数学只写一遍。
@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """第 1 步：相关度分数 S = Q Kᵀ（见第 2 节 Scaled Dot-Product Attention）。
+    """第 1 步：相关度分数 S = Q Kᵀ（见第 2 节 缩放点积注意力）。
 
     q: [..., seq_q, d_k]，k: [..., seq_k, d_k] → [..., seq_q, seq_k]。
     """
@@ -30,14 +30,14 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 def scale_scores(scores: torch.Tensor, d_k: int) -> torch.Tensor:
     """第 2 步：除以 √d_k，把点积的方差拉回 1
-    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    （见第 2 节 缩放点积注意力「缩放」）。
     """
     return scores / math.sqrt(d_k)
 
 
 def softmax_weights(scores: torch.Tensor) -> torch.Tensor:
     """第 3 步：对最后一维做 softmax，每行加起来等于 1
-    （见第 2 节 Scaled Dot-Product Attention）。
+    （见第 2 节 缩放点积注意力）。
     """
     _check_no_fully_masked_row(scores)
     return F.softmax(scores, dim=-1)
@@ -45,7 +45,7 @@ def softmax_weights(scores: torch.Tensor) -> torch.Tensor:
 
 def weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """第 4 步：用注意力权重混合 V，output = A V
-    （见第 2 节 Scaled Dot-Product Attention）。
+    （见第 2 节 缩放点积注意力）。
 
     weights: [..., seq_q, seq_k]，v: [..., seq_k, d_v] → [..., seq_q, d_v]。
     """
@@ -84,7 +84,7 @@ def _check_no_fully_masked_row(scores: torch.Tensor) -> None:
             "（整行都是 -inf），"
             "对全 -inf 的一行做 softmax 没有定义（会得到 NaN）；"
             "每个 query 至少要能看到一个 key，"
-            "例如因果 mask 的对角线必须是 1。"
+            "例如因果遮蔽矩阵的对角线必须是 1。"
             f"（分数形状 {tuple(scores.shape)}，行号按 [..., seq_q] 计）"
         )
 
@@ -113,7 +113,7 @@ def _check_k_v(k: torch.Tensor, v: torch.Tensor) -> None:
 
 def causal_mask(seq_len: int,
                 device: torch.device | str | None = None) -> torch.Tensor:
-    """因果 mask：下三角全 1，1 = 可以看，0 = 遮住，int64（见第 3 节 因果遮蔽）。
+    """因果遮蔽矩阵：下三角全 1，1 = 可以看，0 = 遮住，int64（见第 3 节 因果遮蔽）。
 
     第 i 行只有 0..i 列是 1：位置 i 只能看自己和前面。
     """
@@ -178,7 +178,7 @@ def check_mask_shape(mask: torch.Tensor, scores_shape: Sequence[int]) -> None:
             f"mask 的形状 {tuple(mask.shape)} "
             f"无法广播到注意力分数的形状 {scores_shape}"
             "（[..., seq_q, seq_k]）；"
-            f"例如因果 mask 应为 ({scores_shape[-2]}, {scores_shape[-1]})"
+            f"例如因果遮蔽矩阵应为 ({scores_shape[-2]}, {scores_shape[-1]})"
         )
 
 
@@ -189,7 +189,7 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
                                  mask: torch.Tensor | None = None,
                                  ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V
-    （见第 2 节 Scaled Dot-Product Attention、第 3 节 因果遮蔽）。
+    （见第 2 节 缩放点积注意力、第 3 节 因果遮蔽）。
 
     q: [..., seq_q, d_k]，k: [..., seq_k, d_k]，v: [..., seq_k, d_v]，
     前面可以有任意 batch / head 维。

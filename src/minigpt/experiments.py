@@ -232,7 +232,7 @@ def residual_path_gradient(num_layers: int, norm_first: bool,
 @dataclass(frozen=True, kw_only=True)
 class DotProductStat:
     """一个 d_k 下点积的经验方差
-    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    （见第 2 节 缩放点积注意力「缩放」）。
     """
 
     d_k: int
@@ -243,7 +243,7 @@ class DotProductStat:
 def dot_product_stats(d_k_values: Sequence[int] = (4, 16, 64, 256),
                       n_samples: int = 10000, seed: int = 0) -> list[DotProductStat]:
     """用随机向量验证 Var(q·k) ≈ d_k、Var(q·k/√d_k) ≈ 1
-    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    （见第 2 节 缩放点积注意力「缩放」）。
 
     q、k 的每个分量独立取自 N(0, 1)；每个 d_k 抽 n_samples 对。
     使用独立的随机数生成器，不改变全局随机状态。
@@ -264,7 +264,7 @@ def dot_product_stats(d_k_values: Sequence[int] = (4, 16, 64, 256),
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class SoftmaxSaturation:
-    """缩放前后 softmax 的对比（见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    """缩放前后 softmax 的对比（见第 2 节 缩放点积注意力「缩放」）。
 
     scores / weights 等是一次“典型”抽样（未缩放最大权重处在所有抽样的中位数）；
     grad_norm 是 softmax 雅可比矩阵 ∂weights/∂scores 的 Frobenius 范数：
@@ -298,7 +298,7 @@ def _softmax_jacobian_norm(p: torch.Tensor) -> torch.Tensor:
 def softmax_saturation(d_k: int = 64, n_keys: int = 8, seed: int = 0,
                        n_trials: int = 1000) -> SoftmaxSaturation:
     """不缩放时 softmax 接近 one-hot、梯度接近 0；缩放后分布展开
-    （见第 2 节 Scaled Dot-Product Attention「缩放」）。
+    （见第 2 节 缩放点积注意力「缩放」）。
 
     每次抽样：一个 query 和 n_keys 个 key，分量独立取自 N(0, 1)。
     """
