@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """第 1 步：相关度分数 S = Q Kᵀ（见第 2 节 缩放点积注意力）。
+    """第 1 步：注意力分数 S = Q Kᵀ（见第 2 节 缩放点积注意力）。
 
     q: [..., seq_q, d_k]，k: [..., seq_k, d_k] → [..., seq_q, seq_k]。
     """

@@ -233,7 +233,7 @@ def variance_vs_dk(stats: Sequence[DotProductStat]) -> Figure:
     ax.set_xticks(d, labels=[str(int(x)) for x in d])
     ax.set_xlabel("d_k（向量维度）")
     ax.set_ylabel("点积的方差（对数轴）")
-    ax.set_title("维度越高，点积越大；除以 √d_k 把方差拉回 1")
+    ax.set_title("维度越高，点积的方差越大；除以 √d_k 把它拉回 1")
     ax.grid(True, alpha=0.3)
     ax.legend()
     return fig
@@ -506,7 +506,7 @@ def qkv_dataflow_diagram() -> Figure:
         _arrow(ax, (2.4, 4.2), (3.4, y + 0.8))
         _arrow(ax, (5.3, y + 0.8), (6.2, y + 0.8))
     # Q、K → 注意力分数 → softmax → 注意力权重
-    scores = "注意力分数\n" + r"$S = QK^\top/\sqrt{d_k}$"
+    scores = "注意力分数\n" + r"$QK^\top/\sqrt{d_k}$"
     _flow_box(ax, (9.6, 4.9), 2.5, 1.6, scores, match, 10)
     _arrow(ax, (8.6, 7.2), (9.6, 6.0))
     _arrow(ax, (8.6, 4.2), (9.6, 5.4))
