@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import http.server
 import importlib.util
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,3 +120,51 @@ def built_book() -> BuildResult:
     if result.returncode != 0:
         pytest.fail(f"整本书构建失败（退出码 {result.returncode}）:\n{result.output[-8000:]}")
     return result
+
+
+# ---- 浏览器测试共用：本机网站与 Chromium（tests/test_browser.py、tests/test_interactive_browser.py） ----
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--no-first-run", "--disable-quic", "--disable-sync",
+]
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - 覆盖基类的签名
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(built_book):
+    """在 127.0.0.1 的空闲端口上提供 _build/html，返回根地址。"""
+    handler = functools.partial(QuietHandler, directory=str(built_book.html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian 的 Chromium（按 PATH 查找），经 Playwright 驱动；绝不运行 `playwright install`。"""
+    if not CHROMIUM:
+        pytest.fail("PATH 里没有 chromium：请先运行 tools/system_deps.sh install browser（Debian 包 chromium）")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def screenshots(built_book) -> Path:
+    """整页截图的存放处：<构建目录>/_build/screenshots/。"""
+    folder = built_book.root / "_build" / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -14,10 +14,7 @@ Chromium 来自 Debian（tools/system_deps.sh install browser），按 PATH 查�
 from __future__ import annotations
 
 import functools
-import http.server
 import re
-import shutil
-import threading
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -30,52 +27,8 @@ from pagekit import allowed_latin_words, english_words, load_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--no-first-run", "--disable-quic", "--disable-sync",
-]
 VIEWPORT = {"width": 1280, "height": 900}
 HOMEWORK = "book/homework"
-
-
-# ---- 本地网站与浏览器 -----------------------------------------------------------------------
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - 覆盖基类的签名
-        pass
-
-
-@pytest.fixture(scope="module")
-def site(built_book):
-    """在 127.0.0.1 的空闲端口上提供 _build/html，返回根地址。"""
-    handler = functools.partial(QuietHandler, directory=str(built_book.html))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM:
-        pytest.fail("PATH 里没有 chromium：请先运行 tools/system_deps.sh install browser（Debian 包 chromium）")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture(scope="module")
-def screenshots(built_book) -> Path:
-    folder = built_book.root / "_build" / "screenshots"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 class Visit:

@@ -10,11 +10,7 @@ Chromium 来自 Debian（tools/system_deps.sh install browser）；绝不运行 
 
 from __future__ import annotations
 
-import functools
-import http.server
 import re
-import shutil
-import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -25,8 +21,6 @@ from conftest import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-quic"]
 # data-figure → (页面, 图的 :name:, 页面上 glue 这张图的名字)
 FIGURES = {
     "s2-score-weight": ("book/s2_scaled_dot_product", "fig-s2-heatmap", "s2_fig_heatmap"),
@@ -45,43 +39,6 @@ READOUT = """(name) => {
     return spans.length ? spans.map(s => s.textContent) : [t.textContent];
   });
 }"""
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - 覆盖基类的签名
-        pass
-
-
-@pytest.fixture(scope="module")
-def site(built_book):
-    handler = functools.partial(QuietHandler, directory=str(built_book.html))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    chromium = shutil.which("chromium")
-    if not chromium:
-        pytest.fail("找不到 chromium：请先运行 tools/system_deps.sh install browser（Debian 包 chromium）")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture(scope="module")
-def screenshots(built_book) -> Path:
-    folder = built_book.root / "_build" / "screenshots"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 class Figure:
