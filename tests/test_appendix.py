@@ -132,7 +132,8 @@ def test_mask_convention_and_careful_conclusion(page):
     assert "等于 torch.triu(..., diagonal=1): True" in out
     prose = _prose(soup)
     assert "路径长度只有 1" in prose
-    assert "要看参数、输入和注意力权重" in prose
+    assert "路径短不等于梯度大" in prose
+    assert "由模型参数、这段输入和算出来的权重共同决定" in prose
 
 
 def test_orders_of_magnitude_named_in_the_prose_hold():
@@ -148,3 +149,16 @@ def test_orders_of_magnitude_named_in_the_prose_hold():
         assert 1e10 < (g[-1] / g[0]).item() < 1e20
     assert 3 < (attn[-1] / attn[0]).item() < 30  # 注意力：只差一个数量级左右
     assert torch.all(attn > 0)
+
+
+def test_length_160_rnn_gradient_is_representable_but_its_squares_underflow_float32():
+    """正文说：长度 160 时位置 0 的梯度分量 float32 存得下，平方后却小于 float32 最小的正数，范数于是算成 0。"""
+    import torch
+
+    from minigpt.experiments import rnn_input_gradients
+
+    r32 = rnn_input_gradients(160, seed=42)
+    comp = r32.x.grad[0, 0].abs()
+    assert comp.min().item() > 0                                    # 分量不是 0，float32 存得下
+    assert comp.double().pow(2).max().item() < 2.0 ** -149          # 平方后都小于 float32 最小的正数
+    assert r32.grad_norms[0].item() == 0.0                          # 所以 float32 的范数是 0
