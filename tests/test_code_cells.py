@@ -158,7 +158,10 @@ class _ShownOutputs(HTMLParser):
 
 
 def _normalise(text: str) -> str:
-    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+    """比较时不计空白的多少：myst-nb 合并输出流时会去掉每一段输出末尾的空白，
+    于是 `print("标题:\n", t)` 里换行后的那个空格在页面上时有时无（取决于内核怎样分段发送）。"""
+    lines = (" ".join(line.split()) for line in text.splitlines())
+    return "\n".join(line for line in lines if line)
 
 
 def _pages_with_code() -> list[str]:
