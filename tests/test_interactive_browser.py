@@ -399,3 +399,27 @@ def test_without_javascript_the_static_figure_shows_with_the_same_alt(browser, s
     assert src.startswith("../_images/interactive-") and src.endswith(".svg")
     assert not [r for r in fig.requests if "book-interactive.js" in r]
     assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- 读屏软件听到的是中文
+
+# Vega 自动写给读屏软件的英文说明里一定出现的词（“rect mark”“X-axis titled … for a linear scale …”）
+VEGA_ENGLISH = re.compile(r"\b(mark|container|visualization|axis|titled|scale|values|legend|"
+                          r"ending|undefined|bar|point|variant|model|text|title)\b", re.I)
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_screen_reader_descriptions_are_chinese(browser, site, name):
+    """图里每个 aria-roledescription / aria-label 都是中文说明，没有 Vega 默认的英文，也没有 undefined。"""
+    fig = Figure(browser, site, name)
+    labels = fig.root.evaluate("""(fig) => {
+        const chart = fig.querySelector('.interactive-figure-chart');
+        return [chart, ...chart.querySelectorAll('[aria-roledescription], [aria-label]')]
+          .flatMap(e => [e.getAttribute('aria-roledescription'), e.getAttribute('aria-label')])
+          .filter(Boolean);
+    }""")
+    problems = fig.close()
+    assert not problems, problems
+    assert labels, f"{name}：图里没有任何给读屏软件的说明"
+    english = [label for label in labels if VEGA_ENGLISH.search(label)]
+    assert not english, f"{name}：这些说明还是英文：{english[:5]}"

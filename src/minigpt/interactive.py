@@ -187,7 +187,7 @@ def _readout(rows: list[dict], filter_) -> dict:
         "height": 16 * max(r["text"].count("\n") + 1 for r in rows),
         "mark": {"type": "text", "align": "left", "baseline": "top", "x": 0, "y": 0,
                  "fontSize": 13, "lineBreak": "\n", "lineHeight": 16},
-        "encoding": {"text": {"field": "text"}},
+        "encoding": {"text": {"field": "text"}, "description": {"field": "text"}},
         "name": "readout",
     }
 
@@ -299,7 +299,8 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
             # 每栏的标题与静态图相同：最大权重和灵敏度（softmax 雅可比的范数）
             title = f"{variant}：最大权重 {top:.2f}，灵敏度 {grad:.3f}"
             bars += [{"step": step, "variant": variant, "key": k, "weight": float(v),
-                      "title": title} for k, v in enumerate(_values(w))]
+                      "title": title, "desc": f"{variant}，Key {k}：权重 {v:.4f}"}
+                     for k, v in enumerate(_values(w))]
         rows.append({"step": step, "text": (
             f"d_k = {d_k}　这一次抽样的最大权重：不缩放 {r.max_weight:.2f}，"
             f"除以 √d_k 后 {r.scaled_max_weight:.2f}\n"
@@ -334,14 +335,16 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
                                "scale": {"domain": ["不缩放", "除以 √d_k"],
                                          "range": [RNN_COLOR, ATTN_COLOR]},
                                "legend": None},
-                     "tooltip": [{"field": "key", "title": "key"},
+                     "tooltip": [{"field": "key", "title": "Key"},
                                  {"field": "weight", "title": "权重",
                                   "format": ".4f"}],
+                     "description": {"field": "desc"},   # 给读屏软件的中文说明
                  }}, {
                      "name": "paneltitle",
                      "transform": [{"filter": "datum.key == 0"}],
                      "mark": {"type": "text", "x": 115, "y": -10, "fontSize": 12},
-                     "encoding": {"text": {"field": "title"}},
+                     "encoding": {"text": {"field": "title"},
+                                  "description": {"field": "title"}},
                  }]}},
             _readout(rows, "datum.step == dk"),
         ],
@@ -460,9 +463,10 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
     points, rows = [], []
     for step, (n, r, a) in enumerate(zip(lengths, result.rnn, result.attention)):
         for model, g in (("RNN", r), ("注意力", a)):
+            shown_g = f"{g:.3e}" if g > 0 else "0（float32 下溢）"
             points.append({"step": step, "seq_len": n, "model": model,
-                           "grad": float(g),
-                           "shown": f"{g:.3e}" if g > 0 else "0（float32 下溢）"})
+                           "grad": float(g), "shown": shown_g,
+                           "desc": f"{model}，序列长度 {n}：位置 0 的梯度范数 {shown_g}"})
         rnn = f"{r:.3e}" if r > 0 else "0（float32 下求范数时平方下溢）"
         rows.append({"step": step, "text":
                      f"序列长度 {n}：位置 0 的梯度范数 RNN {rnn}，注意力 {a:.3e}"})
@@ -472,7 +476,8 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
     # 与静态图相同：范数为 0 的 RNN 点画在图的底边（比最小正值再小四个数量级），
     # 并标注原因
     floor = min(p["grad"] for p in positive) / 1e4
-    underflow = [{"seq_len": n, "grad": floor}
+    underflow = [{"seq_len": n, "grad": floor,
+                  "desc": f"RNN，序列长度 {n}：梯度范数在 float32 下溢为 0，画在图的底边"}
                  for n, r in zip(lengths, result.rnn) if r == 0]
     x = {"field": "seq_len", "type": "quantitative", "title": "序列长度",
          "scale": {"type": "log", "base": 2, "domain": [lengths[0], lengths[-1]]},
@@ -494,14 +499,16 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
         "vconcat": [
             {"width": 480, "height": 260,
              "data": {"values": positive},
-             "encoding": {"x": x, "y": y, "color": color},
+             "encoding": {"x": x, "y": y, "color": color,
+                          "description": {"field": "desc"}},   # 给读屏软件的中文说明
              "layer": [
                  {"mark": {"type": "line", "point": True}},
                  {"transform": [{"filter": "datum.step == len"}],
                   "mark": {"type": "point", "size": 160, "filled": True},
                   "encoding": {"tooltip": [{"field": "model", "title": "模型"},
                                            {"field": "shown", "title": "梯度范数"}]}},
-                 {"data": {"values": [{"seq_len": n, "step": k}
+                 {"data": {"values": [{"seq_len": n, "step": k,
+                                       "desc": f"选中的序列长度 {n}"}
                                       for k, n in enumerate(lengths)]},
                   "transform": [{"filter": "datum.step == len"}],
                   "mark": {"type": "rule", "strokeDash": [4, 4], "color": "gray"},
