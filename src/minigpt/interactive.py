@@ -466,7 +466,7 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
             shown_g = f"{g:.3e}" if g > 0 else "0（float32 下溢）"
             points.append({"step": step, "seq_len": n, "model": model,
                            "grad": float(g), "shown": shown_g,
-                           "desc": f"{model}，序列长度 {n}：位置 0 的梯度范数 {shown_g}"})
+                           "desc": f"{model}，序列长度 {n}：梯度范数 {shown_g}"})
         rnn = f"{r:.3e}" if r > 0 else "0（float32 下求范数时平方下溢）"
         rows.append({"step": step, "text":
                      f"序列长度 {n}：位置 0 的梯度范数 RNN {rnn}，注意力 {a:.3e}"})
@@ -477,7 +477,7 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
     # 并标注原因
     floor = min(p["grad"] for p in positive) / 1e4
     underflow = [{"seq_len": n, "grad": floor,
-                  "desc": f"RNN，序列长度 {n}：梯度范数在 float32 下溢为 0，画在图的底边"}
+                  "desc": f"RNN，序列长度 {n}：范数下溢为 0，画在底边"}
                  for n, r in zip(lengths, result.rnn) if r == 0]
     x = {"field": "seq_len", "type": "quantitative", "title": "序列长度",
          "scale": {"type": "log", "base": 2, "domain": [lengths[0], lengths[-1]]},
