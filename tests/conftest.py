@@ -19,6 +19,19 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = REPO / "tools" / "build_book.py"
 FAILING_PAGES = Path(__file__).resolve().parent / "fixtures" / "failing_pages"
+
+# 一页 MyST 笔记本开头的 jupytext 头与 kernelspec（没有它的页面不会被执行）；测试里临时写的小页面共用
+MYST_NOTEBOOK_HEADER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
 sys.path.insert(0, str(REPO / "tools"))  # 构建脚本的辅助模块（nb_internals 等）供测试直接导入
 
 _spec = importlib.util.spec_from_file_location("build_book", BUILD_SCRIPT)

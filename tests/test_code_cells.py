@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from myst_nb.core.read import read_myst_markdown_notebook
 
-from conftest import REPO, toc_docnames
+from conftest import MYST_NOTEBOOK_HEADER, REPO, toc_docnames
 
 FORBIDDEN = ("glue(", "myst_nb")
 
@@ -62,17 +62,7 @@ def page_path(doc: str) -> Path:
 # ---------------------------------------------------------------- 解析器本身
 
 
-_HEADER = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
+_HEADER = MYST_NOTEBOOK_HEADER + """
 # 页
 
 """

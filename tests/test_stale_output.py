@@ -10,21 +10,11 @@ import uuid
 
 import pytest
 
-from conftest import make_mini_book, run_build
+from conftest import MYST_NOTEBOOK_HEADER, make_mini_book, run_build
 
 pytestmark = [pytest.mark.book, pytest.mark.kernel]  # 构建小书：每页启动一个内核
 
-PAGE = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
+PAGE = MYST_NOTEBOOK_HEADER + """
 # 过期输出检查
 
 ```{code-cell} ipython3
