@@ -11,11 +11,11 @@ import os
 import re
 import subprocess
 import sys
-from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
 import pytest
+from bs4 import BeautifulSoup
 from myst_nb.core.read import read_myst_markdown_notebook
 
 from conftest import MYST_NOTEBOOK_HEADER, REPO, toc_docnames
@@ -113,38 +113,16 @@ def test_no_visible_code_cell_uses_glue_or_myst_nb(doc):
 # ---------------------------------------------------------------- 抄下来能运行
 
 
-class _ShownOutputs(HTMLParser):
-    """渲染后的页面里，每个看得见的代码单元打印出的文字（stream 输出与表达式的值），按单元排列。"""
-
-    def __init__(self):
-        super().__init__()
-        self.cells: list[list[str]] = []
-        self.stack: list[str] = []   # 每层 div 的角色："cell"、"text"（要收集的输出）或 ""
-        self.pre: list[str] | None = None
-
-    def handle_starttag(self, tag, attrs):
-        classes = (dict(attrs).get("class") or "").split()
-        if tag == "div":
-            if "cell" in classes and "docutils" in classes:
-                self.cells.append([])
-                self.stack.append("cell")
-            elif "output" in classes and ({"stream", "text_plain"} & set(classes)):
-                self.stack.append("text")
-            else:
-                self.stack.append("")
-        elif tag == "pre" and "text" in self.stack and self.cells:
-            self.pre = []
-
-    def handle_endtag(self, tag):
-        if tag == "div" and self.stack:
-            self.stack.pop()
-        elif tag == "pre" and self.pre is not None:
-            self.cells[-1].append("".join(self.pre))
-            self.pre = None
-
-    def handle_data(self, data):
-        if self.pre is not None:
-            self.pre.append(data)
+def shown_outputs(html: str) -> list[list[str]]:
+    """渲染后的页面里，每个代码单元打印出的文字（stream 输出与表达式的值），按单元排列。"""
+    cells = []
+    for cell in BeautifulSoup(html, "html.parser").find_all("div", class_="cell"):
+        if "docutils" not in cell["class"]:
+            continue
+        outputs = cell.find_all("div", class_="output")
+        cells.append([pre.get_text() for out in outputs if {"stream", "text_plain"} & set(out["class"])
+                      for pre in out.find_all("pre")])
+    return cells
 
 
 def _normalise(text: str) -> str:
@@ -179,9 +157,8 @@ def test_visible_cells_copied_in_order_run_and_print_what_the_page_shows(built_b
     assert proc.returncode == 0, f"{doc}：抄下来的程序运行失败：\n{proc.stderr[-2000:]}"
     assert not proc.stderr.strip(), f"{doc}：抄下来的程序写了 stderr：\n{proc.stderr[-2000:]}"
 
-    parser = _ShownOutputs()
-    parser.feed((built_book.html / f"{doc}.html").read_text(encoding="utf-8"))
-    shown = "".join(t if t.endswith("\n") else t + "\n" for cell in parser.cells for t in cell)
+    cells = shown_outputs((built_book.html / f"{doc}.html").read_text(encoding="utf-8"))
+    shown = "".join(t if t.endswith("\n") else t + "\n" for cell in cells for t in cell)
     assert _normalise(proc.stdout) == _normalise(shown), (
         f"{doc}：抄下来的程序打印的内容和页面上显示的不一样"
         f"（页面上显示了表达式的值，或者隐藏的单元改变了可见单元的输出？）\n"
@@ -198,6 +175,4 @@ def test_output_reader_collects_stream_and_value_outputs_per_cell():
     <div class="cell docutils container"><div class="cell_output docutils container">
     <div class="output text_plain highlight-myst-ansi notranslate"><div class="highlight"><pre><span></span>42</pre>
     </div></div></div></div></article>"""
-    parser = _ShownOutputs()
-    parser.feed(html)
-    assert parser.cells == [["a < b\n"], ["42"]]
+    assert shown_outputs(html) == [["a < b\n"], ["42"]]

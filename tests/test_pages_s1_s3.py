@@ -18,8 +18,10 @@ import torch
 import golden as G
 from conftest import REPO
 from minigpt.data import make_toy_example
+from bs4 import BeautifulSoup
 from pagekit import (
-    Page, assert_figures, load, load_path, paragraphs, pasted_after, plain, prose_text, self_check, tables,
+    Page, articles, assert_figures, load, load_path, paragraphs, pasted_after, plain, prose_text, self_check,
+    soup, table_rows, tables, text_nodes,
 )
 
 pytestmark = pytest.mark.book
@@ -41,19 +43,17 @@ def _page_from_html(html: str, path) -> Page:
 def section(built_book, name: str, heading: str) -> Page:
     """页面里标题文字以 heading 结尾（不计编号）的那一节（含其子节），读成 Page。"""
     path = built_book.html / "book" / f"{name}.html"
-    html = path.read_text(encoding="utf-8")
-    for m in re.finditer(r"<section[^>]*>\s*(?:<span[^>]*></span>)?\s*<h([1-6])>(.*?)</h\1>", html, re.S):
-        title = re.sub(r"<span class=\"section-number\">.*?</span>|<a class=\"headerlink\".*?</a>|<[^>]+>",
-                       "", m.group(2)).strip()
+    for sec in soup(path).find_all("section"):
+        h = sec.find(re.compile(r"^h[1-6]$"))
+        if h is None or h.find_parent("section") is not sec:
+            continue
+        title = "".join(str(t) for t in text_nodes(h)
+                        if not t.find_parent(class_=["section-number", "headerlink"])).strip()
         if title.endswith(heading):
-            depth, i = 0, m.start()
-            for tag in re.finditer(r"<(/?)section\b", html[m.start():]):
-                depth += -1 if tag.group(1) else 1
-                if depth == 0:
-                    raw = html[m.start():m.start() + tag.end()]
-                    page = _page_from_html(raw, path)
-                    page.html = raw
-                    return page
+            raw = str(sec)
+            page = _page_from_html(raw, path)
+            page.html = raw
+            return page
     raise AssertionError(f"{name}.html 里没有标题为“{heading}”的一节")
 
 
@@ -107,8 +107,7 @@ def test_intro_title_and_links_to_every_section_it_promises(built_book):
                 "s5_ffn", "s6_block"):
         assert any(h.split("#")[0] == f"{doc}.html" for h in route.hrefs), f"路线里没有链接到 {doc}"
     place = section(built_book, "intro", "本章在模型里的位置")
-    rows = [[re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
-            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", place.html, re.S)]
+    rows = table_rows(BeautifulSoup(place.html, "html.parser").find("table"))
     cells = {row[0]: " ".join(row[1:]) for row in rows if row}
     assert "Position Encoding" in cells["输入层"] and "logits" in cells["输出层"]
     assert "Transformer Block" in cells["核心层"]
@@ -133,14 +132,14 @@ def test_s1_shows_vocab_ids_and_the_seeded_X(built_book):
 
 
 def test_s1_illustrative_row_has_full_header_and_is_marked(built_book):
-    html = (built_book.html / "book" / "s1_intuition.html").read_text(encoding="utf-8")
-    table = re.search(r"<table.*?</table>\s*</div>\s*(<div class=\"admonition note\">.*?</div>)", html, re.S)
-    assert table, "第 1 节开头的示意表后面没有紧跟说明"
-    headers = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", table.group(0), re.S)]
+    table = articles(soup(built_book.html / "book" / "s1_intuition.html"))[0].find("table")
+    note = (table.find_parent("div") or table).find_next_sibling("div")
+    assert note is not None and {"admonition", "note"} <= set(note.get("class", [])), \
+        "第 1 节开头的示意表后面没有紧跟说明"
+    headers, cells = table_rows(table)[:2]
     assert len(headers) == 7 and all(headers), f"表头有空格子：{headers}"
-    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", table.group(0), re.S)]
     assert cells[0] == "sat" and abs(sum(float(c) for c in cells[1:]) - 1) < 1e-9, cells
-    assert "示意" in table.group(1)
+    assert "示意" in note.get_text()
 
 
 def test_s1_says_nn_linear_stores_the_transpose_and_shows_it(built_book):
@@ -160,12 +159,11 @@ def test_s1_explains_why_key_and_value_are_separate(built_book):
 def test_s1_data_flow_figure(built_book):
     page = load(built_book, "s1_intuition")
     assert_figures(page, {"fig-s1-qkv-flow": "1.1"})
-    html = page.path.read_text(encoding="utf-8")
-    fig = re.search(r'<figure[^>]*id="fig-s1-qkv-flow".*?</figure>', html, re.S).group(0)
-    alt = re.search(r'alt="([^"]+)"', fig).group(1)
+    fig = soup(page.path).find("figure", id="fig-s1-qkv-flow")
+    alt = fig.find("img")["alt"]
     for word in ("W_Q", "W_K", "W_V", "softmax", "注意力分数", "注意力权重"):
         assert word in alt, word
-    caption = re.sub(r"<[^>]+>", "", re.search(r"<figcaption>(.*?)</figcaption>", fig, re.S).group(1))
+    caption = fig.find("figcaption").get_text()
     assert "Query" in caption and "Value" in caption
 
 

@@ -139,18 +139,19 @@ def write_bundle(app, exception) -> None:
 
 def offer_bundle(app, pagename: str, templatename: str, context: dict, doctree) -> None:
     """在下载菜单（主题在优先级 501 生成）里加一项“作业包”。"""
-    if HOMEWORK_DOC not in app.env.found_docs:
+    from book_site import download_menu   # 同目录的本地扩展（Sphinx 已把 book/_ext 放进 sys.path）
+
+    buttons = download_menu(context)
+    if buttons is None or HOMEWORK_DOC not in app.env.found_docs:
         return
-    for group in context.get("header_buttons", []):
-        if group.get("label") == "download-buttons":
-            group["buttons"].append({
-                "type": "link",
-                "url": context["pathto"](BUNDLE, 1),
-                "text": "作业包",
-                "tooltip": "下载作业包：作业笔记本 + minigpt 包 + 说明",
-                "icon": "fas fa-file-zipper",
-                "label": "download-homework-bundle-button",
-            })
+    buttons.append({
+        "type": "link",
+        "url": context["pathto"](BUNDLE, 1),
+        "text": "作业包",
+        "tooltip": "下载作业包：作业笔记本 + minigpt 包 + 说明",
+        "icon": "fas fa-file-zipper",
+        "label": "download-homework-bundle-button",
+    })
 
 
 def setup(app) -> dict:
