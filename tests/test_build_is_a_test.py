@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import children  # tools/：构建脚本结束子进程的办法，这里用它读进程树
+
 import pytest
 
 from conftest import BUILD_SCRIPT, FAILING_PAGES, make_mini_book, run_build
@@ -78,7 +80,7 @@ def test_parallel_preexecution_names_every_failing_page(tmp_path):
         pages[name] = (FAILING_PAGES / f"{name}.md").read_text(encoding="utf-8")
     root = make_mini_book(tmp_path, pages, {"execute.timeout": 3})
     result = run_build(root, "--workers", "2", timeout=600)
-    assert "并行预执行 2 页（2 个进程）" in result.output, result.output[-4000:]
+    assert "并行预执行 2 页（2 个进程" in result.output, result.output[-4000:]
     assert result.returncode != 0
     for name in ("cell_raises", "runs_too_long"):
         complaints = [line for line in result.output.splitlines()
@@ -121,40 +123,198 @@ def _article_texts(html_dir: Path, names) -> dict[str, str]:
     return {name: load_path(html_dir / f"{name}.html").text for name in names}
 
 
+# ---------------------------------------------------------------- 被打断的构建（Ctrl-C / SIGTERM）
+#
+# 不靠等几秒碰运气：页面的代码单元（或 Sphinx 扩展、或 TeX 文件）走到要打断的地方时写一个标记文件，
+# 测试等到这个文件出现再发信号。等的地方在标记出现之后就一直卡着（直到被打断），所以信号一定落在那个阶段。
+
+def _holding_cell(marker: Path, hold: Path | None = None) -> str:
+    """写下标记（内容是内核的进程号），然后一直等：hold 为 None 时等到被打断，否则等到 hold 文件被删掉。"""
+    wait = "True" if hold is None else f"pathlib.Path({str(hold)!r}).exists()"
+    return (f"import os, pathlib, time\npathlib.Path({str(marker)!r}).write_text(str(os.getpid()))\n"
+            f"while {wait}:\n    time.sleep(0.1)\nprint('held-page-done', sum(range(10)))")
+
+
+SLOW_WRITER = """# 测试用：Sphinx 开始写出页面时写下标记，然后一直等（构建停在“写出”阶段）
+import os, pathlib, time
+
+
+def hold(app, builder):
+    pathlib.Path(os.environ["BOOK_TEST_MARKER"]).write_text(str(os.getpid()))
+    while True:
+        time.sleep(0.1)
+
+
+def setup(app):
+    app.connect("write-started", hold)
+    return {"parallel_read_safe": True}
+"""
+
+# 在 TeX 里写下标记文件，然后原地空转（\spin 展开成它自己）：XeLaTeX 会一直跑到被结束为止
+SPINNING_TEX = r"""
+```{raw} latex
+\newwrite\bookmarker
+\immediate\openout\bookmarker=xelatex-started.txt
+\immediate\write\bookmarker{started}
+\immediate\closeout\bookmarker
+\def\spin{\spin}\spin
+```
+"""
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, seen: list[str], limit: float = 300) -> None:
+    """等到 path 出现（事件），同时读走构建的输出；构建提前结束或 limit 秒内没出现都算失败。"""
+    import selectors
+
+    os.set_blocking(proc.stdout.fileno(), False)
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + limit
+    try:
+        while not path.exists():
+            if proc.poll() is not None:
+                seen.append(proc.stdout.read() or "")
+                pytest.fail(f"构建在 {path.name} 出现之前就结束了（退出码 {proc.returncode}）:\n"
+                            + "".join(seen)[-4000:])
+            if time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                pytest.fail(f"{limit:.0f} 秒内没有出现 {path}:\n" + "".join(seen)[-4000:])
+            if selector.select(timeout=0.1):
+                chunk = proc.stdout.read()
+                if chunk:
+                    seen.append(chunk)
+    finally:
+        selector.close()
+        os.set_blocking(proc.stdout.fileno(), True)
+
+
+def _interrupt(root: Path, marker: Path, signum: int, *args: str, whole_group: bool = True):
+    """启动构建，等 marker 出现，发信号；返回 (退出码, 输出, 发信号到退出的秒数, 发信号前构建的进程树)。"""
+    env = dict(os.environ, BOOK_TEST_MARKER=str(marker))
+    proc = subprocess.Popen([sys.executable, str(BUILD_SCRIPT), "--root", str(root), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, env=env)
+    seen: list[str] = []
+    _wait_for(marker, proc, seen)
+    tree = children.descendants(proc.pid)
+    start = time.monotonic()
+    if whole_group:
+        os.killpg(proc.pid, signum)  # 和终端里按 Ctrl-C 一样：信号发给整个前台进程组
+    else:
+        os.kill(proc.pid, signum)  # kill PID：只发给构建脚本
+    try:
+        rest, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("构建收到信号后一分钟还没有退出:\n" + "".join(seen)[-4000:])
+    return proc.returncode, "".join(seen) + rest, time.monotonic() - start, tree
+
+
+def _assert_stopped_cleanly(code: int, output: str, seconds: float, tree: list[int], signum: int) -> None:
+    assert code == 128 + signum, f"退出码 {code}，应为 {128 + signum}\n{output[-4000:]}"
+    assert seconds < 15, f"收到信号后 {seconds:.1f} 秒才退出\n{output[-4000:]}"
+    notices = [line for line in output.splitlines() if "构建被打断" in line]
+    assert len(notices) == 1 and signal.Signals(signum).name in notices[0], output[-4000:]
+    assert "Traceback" not in output, output[-4000:]
+    assert "[build_book] PDF：" not in output
+    # 被打断的工作进程不能被当成页面失败、交给 Sphinx 重跑
+    assert "预执行失败" not in output and "意外退出" not in output, output[-4000:]
+    assert tree, "发信号前构建没有任何子进程：测试没有打在要测的阶段上"
+    survivors = [pid for pid in tree if children._alive(pid)]
+    assert not survivors, f"构建退出后还活着的进程：{survivors}\n{output[-4000:]}"
+
+
+def _mini_for_phase(tmp_path: Path, phase: str) -> tuple[Path, Path, list[str]]:
+    """按要打断的阶段搭一本小书；返回 (根目录, 标记文件, 构建参数)。"""
+    marker = tmp_path / "marker.txt"
+    if phase == "pre-execution":  # 两页要执行、两个工作进程：预执行阶段
+        pages = {"index": ROOT_PAGE, "a": _code_page("甲", _holding_cell(marker)),
+                 "b": _code_page("乙", "print('b-done', 2 + 2)")}
+        return make_mini_book(tmp_path / "book", pages), marker, ["--workers", "2"]
+    if phase == "sphinx-execute":  # 只有一页要执行：不预执行，由 Sphinx（myst-nb）在读页面时执行
+        pages = {"index": ROOT_PAGE, "a": _code_page("甲", _holding_cell(marker))}
+        return make_mini_book(tmp_path / "book", pages), marker, []
+    if phase == "sphinx-write":  # Sphinx 写出页面时
+        pages = {"index": ROOT_PAGE, "a": _code_page("甲", "print('a-done', 1)")}
+        root = make_mini_book(tmp_path / "book", pages, {"sphinx.local_extensions.slow_writer": "."})
+        (root / "slow_writer.py").write_text(SLOW_WRITER, encoding="utf-8")
+        return root, marker, []
+    if phase == "xelatex":  # XeLaTeX 排版时
+        pages = {"index": ROOT_PAGE + SPINNING_TEX, "a": _code_page("甲", "print('a-done', 1)")}
+        root = make_mini_book(tmp_path / "book", pages)
+        return root, root / "_build" / "latex" / "xelatex-started.txt", ["--builder", "pdflatex"]
+    raise ValueError(phase)
+
+
+@pytest.mark.parametrize("phase, signum, whole_group", [
+    pytest.param("pre-execution", signal.SIGINT, True, id="ctrl-c-pre-execution"),
+    pytest.param("sphinx-execute", signal.SIGINT, True, id="ctrl-c-sphinx-execute"),
+    pytest.param("sphinx-write", signal.SIGINT, True, id="ctrl-c-sphinx-write"),
+    pytest.param("xelatex", signal.SIGINT, True, id="ctrl-c-xelatex", marks=pytest.mark.pdf),
+    pytest.param("pre-execution", signal.SIGTERM, False, id="sigterm-pre-execution"),
+    pytest.param("sphinx-execute", signal.SIGTERM, False, id="sigterm-sphinx-execute"),
+])
+def test_a_signal_in_any_phase_stops_the_build_quickly_and_leaves_no_process(tmp_path, phase, signum,
+                                                                               whole_group):
+    """SIGINT（Ctrl-C，发给整个进程组）或 SIGTERM（只发给构建脚本）落在预执行、Sphinx 执行页面、Sphinx 写出或
+    XeLaTeX 的任何一处：构建几秒内以 128+信号 退出，说一句“构建被打断”，不留下任何工作进程、内核或 XeLaTeX。"""
+    (tmp_path / "book").mkdir()
+    root, marker, args = _mini_for_phase(tmp_path, phase)
+    code, output, seconds, tree = _interrupt(root, marker, signum, *args, whole_group=whole_group)
+    _assert_stopped_cleanly(code, output, seconds, tree, signum)
+    text = marker.read_text().strip()
+    if text.isdigit():  # 写标记的进程（内核或 Sphinx）也已结束
+        assert not children._alive(int(text)), output[-4000:]
+    if phase == "pre-execution":
+        assert "并行预执行" in output and "jupyter-book build" not in output, output[-4000:]
+    if phase != "xelatex":  # XeLaTeX 在 Sphinx 成功写完 .tex 之后才启动
+        assert "build succeeded" not in output, output[-4000:]
+    assert not list((root / "_build").glob(".last-*-ok"))
+
+
 def test_interrupted_build_is_followed_by_a_build_equal_to_a_cold_one(tmp_path):
-    """构建在执行页面时被 Ctrl-C（SIGINT）打断；下一次构建成功，页面与冷构建的一字不差。"""
+    """构建在预执行时被 Ctrl-C（SIGINT）打断；下一次构建成功，页面与冷构建的一字不差。"""
+    marker, hold = tmp_path / "started.txt", tmp_path / "hold"
     pages = {"index": ROOT_PAGE,
-             "slow": _code_page("慢的一页", "import time\ntime.sleep(8)\nprint('slow-page-done', sum(range(10)))"),
+             "slow": _code_page("慢的一页", _holding_cell(marker, hold)),
              "fast": _code_page("快的一页", "print('fast-page-done', 3 * 14)")}
     (tmp_path / "interrupted").mkdir()
     (tmp_path / "cold").mkdir()
     interrupted = make_mini_book(tmp_path / "interrupted", pages)
     cold = make_mini_book(tmp_path / "cold", pages)
 
-    proc = subprocess.Popen(
-        [sys.executable, str(BUILD_SCRIPT), "--root", str(interrupted), "--workers", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )
-    seen = []
-    for line in proc.stdout:  # 等到页面真正开始执行
-        seen.append(line)
-        if "并行预执行" in line:
-            break
-    time.sleep(3)
-    os.killpg(proc.pid, signal.SIGINT)  # 和终端里按 Ctrl-C 一样：信号发给整个进程组
-    try:
-        rest, _ = proc.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        pytest.fail("构建被 SIGINT 打断后两分钟还没有退出:\n" + "".join(seen))
-    assert any("并行预执行" in line for line in seen), "".join(seen)
-    assert proc.returncode != 0, "被打断的构建不应报告成功\n" + "".join(seen) + rest
+    hold.touch()  # 慢的一页写下标记后一直等，直到 hold 被删掉
+    code, output, seconds, tree = _interrupt(interrupted, marker, signal.SIGINT, "--workers", "2")
+    _assert_stopped_cleanly(code, output, seconds, tree, signal.SIGINT)
     assert not (interrupted / "_build" / ".last-html-ok").exists()
 
+    hold.unlink()
     after = run_build(interrupted, timeout=600)
     assert after.returncode == 0, after.output[-4000:]
     reference = run_build(cold, timeout=600)
     assert reference.returncode == 0, reference.output[-4000:]
     got, want = _article_texts(after.html, pages), _article_texts(reference.html, pages)
     assert got == want
-    assert "slow-page-done 45" in got["slow"] and "fast-page-done 42" in got["fast"]
+    assert "held-page-done 45" in got["slow"] and "fast-page-done 42" in got["fast"]
+
+
+def test_a_no_op_mini_build_starts_no_sphinx_and_writes_nothing(tmp_path):
+    """同一本小书构建两次、中间什么都不改：第二次不启动 Sphinx，_build/html 下每个文件的修改时间都不变；
+    改一页的一个字之后再构建，又会真正重建。"""
+    pages = {"index": ROOT_PAGE, "a": _code_page("甲", "print('a-done', 6 * 7)")}
+    root = make_mini_book(tmp_path, pages)
+    assert run_build(root, timeout=600).returncode == 0
+    before = _mtimes(root / "_build" / "html")
+    again = run_build(root, timeout=600)
+    assert again.returncode == 0 and "没有改动" in again.output and "jupyter-book build" not in again.output
+    assert _mtimes(root / "_build" / "html") == before
+    page = root / "a.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\n又加了一句。\n", encoding="utf-8")
+    edited = run_build(root, timeout=600)
+    assert edited.returncode == 0 and "jupyter-book build" in edited.output
+    assert "又加了一句" in (root / "_build" / "html" / "a.html").read_text(encoding="utf-8")
+
+
+def _mtimes(folder: Path) -> dict[str, int]:
+    return {p.relative_to(folder).as_posix(): p.stat().st_mtime_ns for p in sorted(folder.rglob("*"))
+            if p.is_file()}

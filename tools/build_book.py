@@ -10,15 +10,22 @@
    Sphinx 环境构建（页面文本没变时 Sphinx 不会重读它，也就不会重新执行它）。
 2. **增量构建不掩盖旧错误**。Sphinx 不会为没有重读的页面重发警告；上一次构建没有成功
    （或要求 `--fresh`）时，就用 `--all` 从全新的 Sphinx 环境构建。
-3. **并行预执行**。Jupyter Book 1.x 一页一页地执行笔记本；这里先按本机的 CPU 数开几个进程，把执行
-   缓存里缺的页面跑好（与 myst-nb 相同的读法、超时与缓存键），Sphinx 随后直接取用缓存。预执行失败的
-   页面不入缓存，交给 Sphinx 重新执行并照常报错。用到的 myst-nb / jupyter-cache 内部接口都在
-   `tools/nb_internals.py` 里，版本不是验证过的版本时构建停下并指名是哪个包。
+3. **并行预执行**（`tools/pre_execute.py`）。Jupyter Book 1.x 一页一页地执行笔记本；这里先按本机的 CPU 数开
+   几个工作进程，最长的页面先跑，每页一个全新的内核，把执行缓存里缺的页面跑好（与 myst-nb 相同的读法、超时
+   与缓存键），Sphinx 随后直接取用缓存。预执行失败的页面不入缓存，交给 Sphinx 重新执行并照常报错。用到的
+   myst-nb / jupyter-cache 内部接口都在 `tools/nb_internals.py` 里，版本不是验证过的版本时构建停下并指名是哪个包。
    执行缓存是可丢弃的：它损坏时（例如数据库文件被写坏）说一句、删掉重建，构建照常完成。
-4. **PDF**（`--builder pdflatex`，XeLaTeX）：与 HTML 共用 `_build/.doctrees` 和执行缓存（页面不会再执行
-   一遍），输出 `_build/latex/book.pdf`，成功后复制到网站根目录（文件名是 _config.yml 的 `book_pdf_on_site`）
-   （首页的“下载 PDF”链接）。任何构建失败都让所有构建器的“上次成功”标记作废（见 main）。
-5. **警告即失败**：总是带 `-W -n --keep-going`。内核启动前先预热 matplotlib 的字体缓存，
+4. **空操作什么都不做**。上一次同一构建器成功时记下书的全部输入的指纹（`input_fingerprint`）；这次一字节
+   都没变、输出也还在，就不启动 Sphinx，不读、不写任何文件。PDF 构建在 Sphinx 写好 .tex 之后，.tex 与图片
+   都没变时也不启动 XeLaTeX。
+5. **PDF**（`--builder pdflatex`）：Sphinx 的 latex 构建器写 .tex，再由 XeLaTeX（`make all-pdf`）排版；与 HTML
+   共用 `_build/.doctrees` 和执行缓存（页面不会再执行一遍），输出 `_build/latex/book.pdf`，成功后复制到网站根目录
+   （文件名是 _config.yml 的 `book_pdf_on_site`，首页的“下载 PDF”链接）。任何构建失败都让所有构建器的
+   “上次成功”标记作废（见 main）。
+6. **Ctrl-C 随时停得下来**（`tools/children.py`）：SIGINT 或 SIGTERM 在预执行、Sphinx 或 XeLaTeX 的任何时刻
+   到来，构建都在几秒内结束所有工作进程、内核与子进程，说一句，以 130（SIGINT）或 143（SIGTERM）退出；
+   被打断的工作进程不会被当成页面失败。下一次构建从全新的 Sphinx 环境开始。
+7. **警告即失败**：总是带 `-W -n --keep-going`。内核启动前先预热 matplotlib 的字体缓存，
    否则新机器上第一次 `import matplotlib` 往 stderr 写的提示会被当成错误。
 """
 
@@ -26,14 +33,19 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import children  # noqa: E402  子进程与信号：Ctrl-C 在任何阶段都停得下来
 import nb_internals  # noqa: E402  myst-nb / jupyter-cache 的内部接口只经由它
+from pre_execute import cpu_workers, pre_execute  # noqa: E402,F401  并行预执行（cpu_workers 供测试核对）
 
 REPO = Path(__file__).resolve().parent.parent
 # 执行键覆盖的文件：页面 import 的包、以及决定各库版本的文件
@@ -120,23 +132,6 @@ def toc_pages(root: Path, toc: Path) -> list[Path]:
     return [root / f"{doc}.md" for doc in docs if (root / f"{doc}.md").exists()]
 
 
-def cpu_workers() -> int:
-    """预执行用几个进程：本进程能用的 CPU 数（容器或 taskset 限制过的话按限制算）。"""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # 没有 sched_getaffinity 的平台
-        return max(1, os.cpu_count() or 1)
-
-
-def _execute_one(path_str: str, timeout: int):
-    """（子进程里）执行一页；返回 (路径, 执行后的笔记本或 None, 秒数)。"""
-    nbi = nb_internals.load()
-    path = Path(path_str)
-    nb = nbi.read_notebook(path)
-    ok, seconds = nbi.execute(nb, path.parent, timeout)
-    return path_str, (nb if ok else None), seconds
-
-
 def ensure_cache_usable(cache_dir: Path) -> bool:
     """执行缓存损坏时（数据库写坏、空文件……）说一句、删掉它，返回 True；能用返回 False。
 
@@ -149,41 +144,6 @@ def ensure_cache_usable(cache_dir: Path) -> bool:
           flush=True)
     nb_internals.discard_cache(cache_dir)
     return True
-
-
-def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, workers: int | None = None) -> None:
-    """把执行缓存里还没有的页面并行执行好并存入缓存。"""
-    from concurrent.futures import ProcessPoolExecutor
-
-    nbi = nb_internals.load()
-    workers = workers or cpu_workers()
-    cache = nbi.open_cache(cache_dir)
-    todo = []
-    for page in pages:
-        nb = nbi.read_notebook(page)
-        if nb is None or nbi.is_cached(cache, nb):
-            continue
-        if any(c.cell_type == "code" for c in nb.cells):
-            todo.append(page)
-        else:  # 没有代码单元的笔记本，执行前后完全一样：直接入缓存，省掉一次内核启动
-            nbi.store(cache, nb, str(page))
-    if len(todo) < 2 or workers < 2:  # 只有一页要跑、或只有一个 CPU 时并行没有好处，交给 Sphinx
-        return
-    workers = min(workers, len(todo))
-    print(f"[build_book] 并行预执行 {len(todo)} 页（{workers} 个进程）…", flush=True)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_execute_one, str(p), timeout) for p in todo]
-        for page, future in zip(todo, futures):
-            try:
-                path_str, nb, seconds = future.result()
-            except Exception as exc:  # noqa: BLE001  子进程本身出了问题：同样交给 Sphinx
-                print(f"[build_book] 预执行失败：{page}（{type(exc).__name__}；交给 Sphinx 重新执行并报告）",
-                      flush=True)
-                continue
-            if nb is None:
-                print(f"[build_book] 预执行失败：{path_str}（交给 Sphinx 重新执行并报告）", flush=True)
-                continue
-            nbi.store(cache, nb, path_str, seconds)
 
 
 # PDF 的固定位置（make pdf 的产物）
@@ -205,6 +165,9 @@ def publish_pdf(build_dir: Path, root: Path = REPO) -> Path | None:
     if not (pdf.is_file() and (build_dir / ".last-pdflatex-ok").exists()):
         return None
     target = build_dir / "html" / pdf_on_site(root)
+    if target.is_file() and (target.stat().st_size, target.stat().st_mtime_ns) == (
+            pdf.stat().st_size, pdf.stat().st_mtime_ns):
+        return target  # 已是同一份：不重写
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(pdf, target)
     return target
@@ -221,6 +184,53 @@ def print_latex_errors(latex_dir: Path) -> None:
                 print("\n".join(lines[i:i + 6]))
 
 
+# 构建输入的指纹不看这些目录：输出、版本库、虚拟环境、测试、发行包
+NOT_INPUTS = {"_build", "tests", "dist", "node_modules", "__pycache__"}
+
+
+def input_fingerprint(root: Path, builder: str, extra: list[str]) -> str:
+    """书的全部输入（_config.yml、_toc.yml、book/、src/、tools/、依赖声明……每个文件的路径与内容）加上构建器
+    和命令行的摘要。与上次成功构建记下的一样，就说明这次构建不会有任何不同。"""
+    digest = hashlib.sha256(f"{builder}\0{' '.join(extra)}\0{sys.executable}\0".encode())
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in NOT_INPUTS and not d.startswith("."))
+        for name in sorted(filenames):
+            if name.endswith((".pyc", ".pyo")):
+                continue
+            path = Path(dirpath) / name
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            try:
+                digest.update(path.read_bytes())
+            except OSError:  # 断开的链接之类：按名字算
+                pass
+            digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def output_exists(build_dir: Path, builder: str) -> bool:
+    if builder == "html":
+        return (build_dir / "html" / "index.html").is_file()
+    if builder == "pdflatex":
+        return (build_dir / PDF_BUILT).is_file()
+    return (build_dir / "latex").is_dir()
+
+
+def latex_sources_digest(latex_dir: Path) -> str:
+    """XeLaTeX 的输入：.tex、样式与图片（不含它自己的产物）。"""
+    digest = hashlib.sha256()
+    for path in sorted(latex_dir.iterdir()):
+        if path.is_file() and path.suffix in {".tex", ".sty", ".cls", ".png", ".jpg", ".svg", ".pdf"} \
+                and path.name != PDF_BUILT.name:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def run_child(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
+    """在自己的会话里运行一个子进程并等它结束（被打断时由 run() 统一结束它和它的后代）。"""
+    proc = children.popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL)
+    return proc.wait()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=REPO, help="书的根目录（含 _config.yml）")
@@ -231,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--toc", type=Path, default=None, help="改用另一份目录文件（只构建其中的页面）")
     parser.add_argument("--workers", type=int, default=None,
                         help="预执行的进程数，默认是本机可用的 CPU 数")
+    parser.add_argument("--timings", type=Path, default=None,
+                        help="把这次构建的计时（每页的内核启动与执行单元、Sphinx、XeLaTeX）写成 JSON（make bench 用）")
     args = parser.parse_args(argv)
 
     try:
@@ -241,30 +253,49 @@ def main(argv: list[str] | None = None) -> int:
     root = args.root.resolve()
     out = (args.out or root).resolve()
     build_dir = out / "_build"
+    timings: dict = {"pages": [], "phases": {}}
+    clock = time.perf_counter()
     env = build_env(root)
     key_change = invalidate_stale_cache(build_dir, execution_key(root))
     if key_change == "changed":
         print("[build_book] src/minigpt 或依赖有改动：已清空执行缓存，所有页面将重新执行。", flush=True)
+    ok_marker = build_dir / f".last-{args.builder}-ok"
+    toc = (args.toc or root / "_toc.yml").resolve()
+    extra = [str(toc), str(out)]
+    fingerprint = input_fingerprint(root, args.builder, extra)
+    # 空操作：上次这个构建器成功之后，没有任何输入变过、输出还在。什么都不读、什么都不写
+    if (not args.fresh and key_change is None and output_exists(build_dir, args.builder)
+            and ok_marker.is_file() and ok_marker.read_text().strip() == fingerprint):
+        print(f"[build_book] 没有改动（上次 {args.builder} 构建成功之后，书的输入一个字节都没变）：不需要重建。",
+              flush=True)
+        if args.builder in ("html", "pdflatex"):
+            publish_pdf(build_dir, root)
+        return 0
+
     warm_up(env)
     os.environ.update(env)  # 预执行的内核与 Sphinx 的内核用同样的环境
     cache_rebuilt = ensure_cache_usable(build_dir / ".jupyter_cache")
-    ok_marker = build_dir / f".last-{args.builder}-ok"
-    pages = toc_pages(root, (args.toc or root / "_toc.yml").resolve())
-    # 上次成功之后没有页面改过、执行键也没变：缓存里什么都不缺，省掉预执行的检查
-    unchanged = (ok_marker.exists() and key_change is None and not cache_rebuilt
-                 and all(p.stat().st_mtime < ok_marker.stat().st_mtime for p in pages))
-    if not unchanged:
-        config = yaml_load(root / "_config.yml")
-        pre_execute(pages, build_dir / ".jupyter_cache",
-                    int(config.get("execute", {}).get("timeout", 30)), args.workers)
+    timings["phases"]["准备"] = time.perf_counter() - clock
+    pages = toc_pages(root, toc)
+    config = yaml_load(root / "_config.yml")
+    clock = time.perf_counter()
+    page_times = pre_execute(pages, build_dir / ".jupyter_cache",
+                             int(config.get("execute", {}).get("timeout", 30)), env, args.workers,
+                             history_file=build_dir / ".page-seconds.json")
+    timings["phases"]["预执行"] = time.perf_counter() - clock
+    timings["pages"] = [{"page": Path(t.page).name, "seconds": t.seconds, "kernel_seconds": t.kernel_seconds,
+                         "cell_seconds": t.cell_seconds, "ok": t.ok} for t in page_times]
 
-    # 页面文本没变时 Sphinx 不会重读它，也就不会重新执行：缓存清空之后必须从全新环境构建
-    fresh = args.fresh or not ok_marker.exists() or key_change is not None or cache_rebuilt
+    # 页面文本没变时 Sphinx 不会重读它，也就不会重新执行：缓存清空之后必须从全新环境构建。
+    # 上一次构建（任何构建器）失败时所有标记都被删掉：Sphinx 不会为没有重读的页面重发警告，也要从全新环境构建
+    fresh = (args.fresh or not any(build_dir.glob(".last-*-ok")) or key_change is not None
+             or cache_rebuilt)
     ok_marker.unlink(missing_ok=True)
 
+    sphinx_builder = "latex" if args.builder == "pdflatex" else args.builder
     cmd = [
         str(Path(sys.executable).parent / "jupyter-book"), "build", str(root),
-        "-W", "-n", "--keep-going", "--builder", args.builder,
+        "-W", "-n", "--keep-going", "--builder", sphinx_builder,
     ]
     if fresh:
         cmd.append("--all")
@@ -272,13 +303,14 @@ def main(argv: list[str] | None = None) -> int:
         cmd += ["--path-output", str(out)]
     if args.toc:
         cmd += ["--toc", str(args.toc.resolve())]
-    if args.builder == "pdflatex":
-        # TeX 出错时不停下来等终端输入（make pdf 在终端里跑时会卡住），第一个错误就结束
-        env.setdefault("LATEXOPTS", "-interaction=nonstopmode -halt-on-error -file-line-error")
     print("[build_book] jupyter-book " + " ".join(cmd[1:]), flush=True)
-    code = subprocess.run(cmd, cwd=root, env=env, stdin=subprocess.DEVNULL).returncode
+    clock = time.perf_counter()
+    code = run_child(cmd, root, env)
+    timings["phases"]["Sphinx"] = time.perf_counter() - clock
+    if code == 0 and args.builder == "pdflatex":
+        code = build_pdf(build_dir, env, timings)
     if code == 0:
-        ok_marker.touch()
+        ok_marker.write_text(fingerprint + "\n")
     else:
         # HTML 与 PDF 共用 _build/.doctrees：这次失败时读进环境的页面，下次任何构建器都不会重读、
         # 也不会重报警告，所以所有构建器的“上次成功”标记一起作废，下次都从全新环境构建。
@@ -293,17 +325,64 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n[build_book] 构建失败（退出码 {code}）。", file=sys.stderr)
     if code == 0 and args.builder in ("html", "pdflatex"):
         publish_pdf(build_dir, root)
+    if args.timings:
+        args.timings.write_text(json.dumps(timings, ensure_ascii=False, indent=1), encoding="utf-8")
+    return code
+
+
+def build_pdf(build_dir: Path, env: dict[str, str], timings: dict) -> int:
+    """Sphinx 写好 .tex 之后运行 XeLaTeX（Sphinx 生成的 Makefile 的 all-pdf，与 jupyter-book 的做法相同）。
+
+    .tex、样式和图片与上次成功生成 PDF 时一字不差、PDF 也还在时，不启动 XeLaTeX。"""
+    latex_dir = build_dir / "latex"
+    stamp = build_dir / ".last-pdf-sources"
+    sources = latex_sources_digest(latex_dir)
+    if (latex_dir / PDF_BUILT.name).is_file() and stamp.is_file() and stamp.read_text().strip() == sources:
+        print("[build_book] .tex 与图片都没变：不运行 XeLaTeX。", flush=True)
+        return 0
+    stamp.unlink(missing_ok=True)
+    env = dict(env)
+    # TeX 出错时不停下来等终端输入（make pdf 在终端里跑时会卡住），第一个错误就结束
+    env.setdefault("LATEXOPTS", "-interaction=nonstopmode -halt-on-error -file-line-error")
+    print("[build_book] XeLaTeX：make all-pdf", flush=True)
+    clock = time.perf_counter()
+    code = run_child([os.environ.get("MAKE", "make"), "all-pdf"], latex_dir, env)
+    timings["phases"]["XeLaTeX"] = time.perf_counter() - clock
+    if code == 0:
+        stamp.write_text(sources + "\n")
+        print(f"[build_book] PDF：{latex_dir / PDF_BUILT.name}", flush=True)
     return code
 
 
 def run(argv: list[str] | None = None) -> int:
-    """main 加上 Ctrl-C 的处理：被打断时说一句，不打印回溯。上次成功的标记在执行前已经删掉，
-    所以下一次构建会从全新的 Sphinx 环境开始；执行缓存若被写坏，下一次构建会发现并重建。"""
+    """main 加上信号处理：SIGINT（Ctrl-C）或 SIGTERM 在任何阶段都让构建在几秒内停下。
+
+    结束所有工作进程、内核、Sphinx 与 XeLaTeX，作废“上次成功”的标记（下一次构建从全新的 Sphinx 环境开始；
+    执行缓存若被写坏，下一次构建会发现并重建），说一句，以 128 + 信号编号退出（SIGINT 是 130）。"""
+    children.install_handlers()
     try:
         return main(argv)
-    except KeyboardInterrupt:
-        print("\n[build_book] 构建被打断（Ctrl-C）。下一次构建会从全新的 Sphinx 环境开始。", file=sys.stderr)
-        return 130
+    except (children.Interrupted, KeyboardInterrupt) as exc:
+        signum = exc.signum if isinstance(exc, children.Interrupted) else signal.SIGINT
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        children.stop_all()
+        build_dir = _build_dir_of(argv)
+        for marker in build_dir.glob(".last-*"):
+            marker.unlink(missing_ok=True)
+        name = signal.Signals(signum).name
+        print(f"\n[build_book] 构建被打断（{name}{'，Ctrl-C' if signum == signal.SIGINT else ''}）："
+              "已停止所有内核与子进程；下一次构建从全新的 Sphinx 环境开始。", file=sys.stderr, flush=True)
+        return 128 + signum
+
+
+def _build_dir_of(argv: list[str] | None) -> Path:
+    """命令行里的 --out / --root 决定的 _build 目录（run() 收尾时用；不重复 main 的参数检查）。"""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--root", type=Path, default=REPO)
+    parser.add_argument("--out", type=Path, default=None)
+    known, _ = parser.parse_known_args(argv)
+    return ((known.out or known.root).resolve()) / "_build"
 
 
 if __name__ == "__main__":

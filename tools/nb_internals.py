@@ -69,10 +69,15 @@ class Internals:
             return None
         return self._read_text_notebook(text, add_source_map=True, path=str(path))
 
-    def execute(self, nb: Any, cwd: Path, timeout: int) -> tuple[bool, float]:
-        """执行笔记本（就地填入输出），返回 (是否成功, 秒数)；出错的单元不会被放过。"""
+    def execute(self, nb: Any, cwd: Path, timeout: int, on_kernel_ready=None) -> tuple[bool, float]:
+        """执行笔记本（就地填入输出），返回 (是否成功, 秒数)；出错的单元不会被放过。
+
+        on_kernel_ready：内核启动好、第一个单元执行之前调用一次（nbclient 的 on_notebook_start 钩子），
+        用来把“内核启动”和“执行单元”的时间分开计。
+        """
+        hooks = {} if on_kernel_ready is None else {"on_notebook_start": lambda **_: on_kernel_ready()}
         result = self._execute(nb, cwd=str(cwd), allow_errors=False, timeout=timeout,
-                               meta_override=True)
+                               meta_override=True, **hooks)
         return result.err is None, result.time
 
     def open_cache(self, cache_dir: Path) -> Any:

@@ -1,0 +1,238 @@
+"""并行预执行：在 Sphinx 之前，用几个工作进程把执行缓存里缺的页面执行好。
+
+Jupyter Book 1.x 一页一页地执行笔记本。这里开 N 个工作进程（N = 本进程可用的 CPU 数），每个工作进程
+依次领页面、**每页启动一个全新的内核**执行（页面之间互不影响，与 myst-nb 的执行方式相同），把执行好的
+笔记本写到一个临时文件；主进程读回来写进执行缓存（只有主进程写缓存：SQLite 不怕并发写坏）。
+Sphinx 随后直接取用缓存。
+
+- **最长的页面先跑**：上次构建记下的每页秒数在 `_build/.page-seconds.json`；没有记录的页面按代码量估计。
+  两个工作进程不会在最后只剩一页长页面时一个闲着、一个在跑。
+- **工作进程在自己的会话里**（children.popen）：Ctrl-C 只打断构建脚本，由它统一结束工作进程和内核，
+  工作进程不会因为用户的信号“失败”，页面也就不会被误当成出错、交给 Sphinx 重跑。
+- 工作进程意外退出（不是用户打断的）时，它手上的页面交给 Sphinx 重新执行、照常报错，剩下的页面换一个
+  新工作进程接着跑。
+- 每页记下“内核启动”和“执行单元”各用了几秒（`timings`），`make bench` 用它给出冷构建的分解。
+
+工作进程的协议：标准输入每行一个 JSON 任务 {"page", "timeout", "out"}，标准输出每行一个 JSON 结果
+{"page", "ok", "seconds", "kernel_seconds"}；标准输入关闭时退出。
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import children  # noqa: E402
+import nb_internals  # noqa: E402
+
+HISTORY = ".page-seconds.json"  # _build/ 下：上次每页执行的秒数（只用来排先后）
+
+
+def cpu_workers() -> int:
+    """预执行用几个进程：本进程能用的 CPU 数（容器或 taskset 限制过的话按限制算）。"""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # 没有 sched_getaffinity 的平台
+        return max(1, os.cpu_count() or 1)
+
+
+def estimate_seconds(page: Path, history: dict[str, float]) -> float:
+    """这一页大约要执行几秒：有上次的记录就用记录，否则按代码单元的字符数估计（只用来排先后）。"""
+    if page.as_posix() in history:
+        return history[page.as_posix()]
+    code = re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", page.read_text(encoding="utf-8"), re.M | re.S)
+    return 2.0 + sum(len(c) for c in code) / 400
+
+
+@dataclass
+class PageTiming:
+    page: str
+    seconds: float  # 派出任务到拿回结果
+    kernel_seconds: float  # 其中内核启动（到内核就绪）
+    ok: bool
+
+    @property
+    def cell_seconds(self) -> float:
+        return max(0.0, self.seconds - self.kernel_seconds)
+
+
+@dataclass
+class _Worker:
+    proc: object
+    page: Path | None = None
+    out: Path | None = None
+    started: float = 0.0
+    buffer: bytes = field(default=b"")
+    log: Path | None = None
+
+
+class Pool:
+    """N 个预执行工作进程；用完（或被打断）时由 close() / children.stop_all() 结束。"""
+
+    def __init__(self, size: int, env: dict[str, str], logs: Path):
+        self.env = env
+        self.logs = logs  # 每个工作进程（和它的内核）的 stderr 写到这里；意外退出时打印末尾
+        self.workers: list[_Worker] = []
+        self.selector = selectors.DefaultSelector()
+        for _ in range(size):
+            self._spawn()
+
+    def _spawn(self) -> _Worker:
+        log = self.logs / f"worker-{len(list(self.logs.glob('worker-*.log')))}.log"
+        with open(log, "wb") as stderr:
+            proc = children.popen([sys.executable, str(Path(__file__).resolve()), "--worker"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                                  env=self.env)
+        worker = _Worker(proc, log=log)
+        os.set_blocking(proc.stdout.fileno(), False)
+        self.selector.register(proc.stdout, selectors.EVENT_READ, worker)
+        self.workers.append(worker)
+        return worker
+
+    def _retire(self, worker: _Worker) -> None:
+        self.selector.unregister(worker.proc.stdout)
+        self.workers.remove(worker)
+        worker.proc.stdin.close()
+        worker.proc.wait()
+
+    def known(self) -> list:
+        return [w.proc for w in self.workers]
+
+    def close(self) -> None:
+        for worker in list(self.workers):
+            self._retire(worker)
+        self.selector.close()
+
+    def run(self, pages: list[Path], timeout: int, scratch: Path, on_done) -> list[PageTiming]:
+        """执行 pages（已排好先后），每完成一页调用 on_done(page, 输出文件或 None)。"""
+        queue = list(pages)
+        timings: list[PageTiming] = []
+
+        def dispatch(worker: _Worker) -> None:
+            if not queue:
+                return
+            worker.page = queue.pop(0)
+            worker.out = scratch / f"{len(queue)}-{worker.page.stem}.ipynb"
+            worker.started = time.perf_counter()
+            job = {"page": str(worker.page), "timeout": timeout, "out": str(worker.out)}
+            worker.proc.stdin.write((json.dumps(job) + "\n").encode())
+            worker.proc.stdin.flush()
+
+        for worker in list(self.workers):
+            dispatch(worker)
+        while any(w.page is not None for w in self.workers):
+            for key, _ in self.selector.select(timeout=1.0):
+                worker = key.data
+                chunk = os.read(worker.proc.stdout.fileno(), 65536)
+                if not chunk:  # 工作进程意外退出（用户的信号不会走到这里：那时主进程已经在收尾）
+                    page, code = worker.page, worker.proc.wait()
+                    self._retire(worker)
+                    if page is not None:
+                        tail = worker.log.read_text(encoding="utf-8", errors="replace")[-2000:]
+                        print(f"[build_book] 预执行进程意外退出（退出码 {code}）：{page}"
+                              f"（交给 Sphinx 重新执行并报告）。它的 stderr 末尾：\n{tail}", flush=True)
+                        on_done(page, None)
+                    if queue or any(w.page is not None for w in self.workers):
+                        dispatch(self._spawn())
+                    continue
+                worker.buffer += chunk
+                while b"\n" in worker.buffer:
+                    line, worker.buffer = worker.buffer.split(b"\n", 1)
+                    result = json.loads(line)
+                    seconds = time.perf_counter() - worker.started
+                    timings.append(PageTiming(str(worker.page), seconds, result["kernel_seconds"], result["ok"]))
+                    if not result["ok"]:
+                        print(f"[build_book] 预执行失败：{worker.page}（交给 Sphinx 重新执行并报告）", flush=True)
+                    on_done(worker.page, worker.out if result["ok"] else None, result["seconds"])
+                    worker.page = None
+                    dispatch(worker)
+        return timings
+
+
+def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, env: dict[str, str],
+                workers: int | None = None, history_file: Path | None = None) -> list[PageTiming]:
+    """把执行缓存里还没有的页面并行执行好并存入缓存；返回每页的计时（没有并行执行时为空）。"""
+    nbi = nb_internals.load()
+    workers = workers or cpu_workers()
+    cache = nbi.open_cache(cache_dir)
+    history = {}
+    if history_file and history_file.is_file():
+        try:
+            history = json.loads(history_file.read_text(encoding="utf-8"))
+        except ValueError:  # 记录坏了只影响先后顺序
+            history = {}
+    todo = []
+    for page in pages:
+        nb = nbi.read_notebook(page)
+        if nb is None or nbi.is_cached(cache, nb):
+            continue
+        if any(c.cell_type == "code" for c in nb.cells):
+            todo.append(page)
+        else:  # 没有代码单元的笔记本，执行前后完全一样：直接入缓存，省掉一次内核启动
+            nbi.store(cache, nb, str(page))
+    if len(todo) < 2 or workers < 2:  # 只有一页要跑、或只有一个 CPU 时并行没有好处，交给 Sphinx
+        return []
+    todo.sort(key=lambda p: estimate_seconds(p, history), reverse=True)
+    workers = min(workers, len(todo))
+    print(f"[build_book] 并行预执行 {len(todo)} 页（{workers} 个进程，最长的先跑）…", flush=True)
+
+    def on_done(page: Path, out: Path | None, seconds: float | None = None) -> None:
+        if out is None:
+            return
+        import nbformat
+
+        nbi.store(cache, nbformat.read(out, as_version=4), str(page), seconds)
+
+    with tempfile.TemporaryDirectory(prefix="pre-execute-", dir=cache_dir.parent) as scratch:
+        pool = Pool(workers, env, Path(scratch))
+        try:
+            timings = pool.run(todo, timeout, Path(scratch), on_done)
+        except BaseException:  # 被打断（或出错）：先结束工作进程和内核，再删它们写文件的临时目录
+            children.stop_all(pool.known())
+            raise
+        pool.close()
+    if history_file:
+        history.update({t.page: round(t.seconds, 2) for t in timings})
+        history_file.write_text(json.dumps(history, ensure_ascii=False, indent=0, sort_keys=True), encoding="utf-8")
+    return timings
+
+
+def worker_main() -> int:
+    """工作进程：按行读任务，执行页面，把笔记本写到任务给的文件，按行回报结果。"""
+    import nbformat
+
+    nbi = nb_internals.load()
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # 库往标准输出打印的东西不混进协议
+    for line in sys.stdin:
+        job = json.loads(line)
+        page = Path(job["page"])
+        start = time.perf_counter()
+        ready = []
+        nb = nbi.read_notebook(page)
+        try:
+            ok, seconds = nbi.execute(nb, page.parent, job["timeout"],
+                                      on_kernel_ready=lambda: ready.append(time.perf_counter()))
+        except Exception:  # noqa: BLE001  内核死掉等：这一页交给 Sphinx 重新执行并报告
+            ok, seconds = False, time.perf_counter() - start
+        if ok:
+            tmp = Path(job["out"] + ".tmp")
+            nbformat.write(nb, tmp)
+            tmp.replace(job["out"])
+        kernel = (ready[0] - start) if ready else 0.0
+        protocol.write(json.dumps({"page": str(page), "ok": ok, "seconds": seconds,
+                                   "kernel_seconds": kernel}) + "\n")
+    return 0
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--worker"]:
+    sys.exit(worker_main())
