@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -318,3 +319,75 @@ def test_a_no_op_mini_build_starts_no_sphinx_and_writes_nothing(tmp_path):
 def _mtimes(folder: Path) -> dict[str, int]:
     return {p.relative_to(folder).as_posix(): p.stat().st_mtime_ns for p in sorted(folder.rglob("*"))
             if p.is_file()}
+
+
+APPENDIX_PAGE = """# 附录：样例
+
+```{figure} book/_static/favicon.svg
+:name: fig-appendix-sample
+:alt: 样例图
+
+附录里的一张图。
+```
+
+见 {numref}`fig-appendix-sample`。
+"""
+
+
+def test_editing_one_page_rewrites_that_page_and_leaves_the_appendix_alone(tmp_path):
+    """附录的图编号（A.1）在每次写出前才改（book_appendix）：改了别的页面，附录页不会因为“编号变了”被重写，
+    编号照样是 A.1。（以前每次构建都把附录和目录页标成过期、重写一遍。）"""
+    pages = {"index": ROOT_PAGE, "a": "# 第一页\n\n正文。\n", "appx": APPENDIX_PAGE}
+    root = make_mini_book(tmp_path, pages, {"sphinx.config.book_appendices": {"appx": "A"}})
+    first = run_build(root, timeout=600)
+    assert first.returncode == 0, first.output[-4000:]
+    appendix_html = root / "_build" / "html" / "appx.html"
+    assert "图 A.1" in appendix_html.read_text(encoding="utf-8")
+    written_before = appendix_html.stat().st_mtime_ns
+
+    page = root / "a.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\n再加一句。\n", encoding="utf-8")
+    second = run_build(root, timeout=600)
+    assert second.returncode == 0, second.output[-4000:]
+    written = re.findall(r"writing output\.\.\. (?:\x1b\[[0-9;]*m)*\[\s*\d+%\] (?:\x1b\[[0-9;]*m)*([\w/]+)",
+                         second.output)
+    assert "a" in written and "appx" not in written, written
+    assert "now-outdated files... none found" in re.sub(r"\x1b\[[0-9;]*m", "", second.output)
+    assert appendix_html.stat().st_mtime_ns == written_before
+    assert "图 A.1" in appendix_html.read_text(encoding="utf-8")
+
+
+KERNEL_FACTS = """import os, sys, torch
+print('默认类型', torch.get_default_dtype(), '上一页留下的名字', 'left_behind' in globals())
+print('argv0', sys.argv[0])
+print('path', [p for p in sys.path if 'pytest-of' not in p])
+print('env', sorted(k for k in os.environ if not k.startswith(('JPY_SESSION', 'PYTEST'))))
+torch.manual_seed(42)
+print(torch.randn(3))"""
+
+
+def test_each_page_gets_a_fresh_kernel_that_matches_a_normally_started_one(tmp_path):
+    """预执行的内核由预先 import 了 torch 的母体 fork 出来（tools/zygote.py）。它仍是每页一个全新的内核：
+    前一页改的全局状态（默认浮点类型、留下的变量）后一页看不见；它看到的 argv、sys.path、环境变量名和算出的
+    随机数，与照常启动的内核（BOOK_KERNEL_PRELOAD=0）一字不差。"""
+    pages = {"index": ROOT_PAGE,
+             "a": _code_page("甲", "import torch\ntorch.set_default_dtype(torch.float64)\nleft_behind = 1\n"
+                                   "print('甲页', torch.get_default_dtype())"),
+             "b": _code_page("乙", KERNEL_FACTS),
+             "c": _code_page("丙", "import sys\nprint('torch 已经载入', 'torch' in sys.modules)")}
+    outputs = {}
+    for preload in ("1", "0"):
+        (tmp_path / preload).mkdir()
+        root = make_mini_book(tmp_path / preload, pages)
+        proc = subprocess.run([sys.executable, str(BUILD_SCRIPT), "--root", str(root), "--workers", "2"],
+                              capture_output=True, text=True, timeout=600,
+                              env=dict(os.environ, BOOK_KERNEL_PRELOAD=preload))
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+        assert "并行预执行 3 页" in proc.stdout
+        # 丙页在 import 之前看 sys.modules：母体确实预先载入了 torch（否则这个测试什么也没测）
+        preloaded = load_path(root / "_build" / "html" / "c.html").text
+        assert f"torch 已经载入 {preload == '1'}" in preloaded, preloaded
+        outputs[preload] = load_path(root / "_build" / "html" / "b.html").text
+        outputs[preload] = outputs[preload].replace(str(tmp_path / preload), "<root>")
+    assert "默认类型 torch.float32 上一页留下的名字 False" in outputs["1"], outputs["1"]
+    assert outputs["1"] == outputs["0"]

@@ -167,6 +167,27 @@ def bookmark_titles(out_file: str) -> list[str]:
 
 # ---------------------------------------------------------------- 解析函数自己的测试（不需要构建）
 
+def _mtimes(folder: Path) -> dict[str, int]:
+    return {p.relative_to(folder).as_posix(): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_second_make_html_with_nothing_changed_writes_nothing(built_pdf):
+    """make html 的两步（网站、PDF）在什么都没改时再跑一遍：不启动 Sphinx、不启动 XeLaTeX，
+    _build/html 下每个文件和 _build/latex/book.pdf 的修改时间都不变。"""
+    build_dir = built_pdf.root / "_build"
+    out = [] if built_pdf.root == REPO else ["--out", str(built_pdf.root)]
+    before = _mtimes(build_dir / "html"), (build_dir / "latex" / "book.pdf").stat().st_mtime_ns
+    for builder in ("html", "pdflatex"):
+        again = run_build(REPO, "--builder", builder, *out)
+        assert again.returncode == 0, again.output[-4000:]
+        assert "没有改动" in again.output, again.output[-4000:]
+        assert "jupyter-book build" not in again.output and "XeLaTeX" not in again.output
+    after = _mtimes(build_dir / "html"), (build_dir / "latex" / "book.pdf").stat().st_mtime_ns
+    assert after[1] == before[1], "book.pdf 被重写了"
+    changed = sorted(name for name in set(before[0]) | set(after[0]) if before[0].get(name) != after[0].get(name))
+    assert not changed, f"空操作构建改动了这些文件：{changed[:20]}"
+
+
 def test_log_and_layout_parsers_find_what_they_look_for():
     """下面的检查所用的解析函数，对人造的日志 / 词框能找出问题：确保 PDF 测试真的会失败。"""
     log = ("Missing character: There is no ᵀ (U+1D40) in font Foo!\n"

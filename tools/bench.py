@@ -205,6 +205,12 @@ def main(argv: list[str] | None = None) -> None:
             server.stop()
         load_after = os.getloadavg()[0]
 
+    # 冷构建排先后用的每页秒数（tools/page_seconds.json，只影响快慢）：换成这次量到的
+    if breakdown["pages"]:
+        hints = {f"book/{p['page']}": round(p["seconds"], 1) for p in breakdown["pages"]}
+        (REPO / "tools" / "page_seconds.json").write_text(
+            json.dumps(hints, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
     width = max(len(k) for k in results)
     print(f"\n页面数 {len(pages)}（其中 {len(code_pages)} 页有代码）；改动的页面：{target.name}；"
           f"CPU {os.cpu_count()} 个，1 分钟平均负载 {load_before:.1f} → {load_after:.1f}；每项测 {args.repeat} 次取中位数")

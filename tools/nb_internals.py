@@ -26,6 +26,9 @@ from typing import Any
 VERIFIED: dict[str, set[str]] = {
     "myst-nb": {"1.4.0"},
     "jupyter-cache": {"1.0.1"},
+    # tools/zygote.py 覆盖 jupyter_client 的 KernelManager._async_launch_kernel，按 ipykernel_launcher 的做法启动内核
+    "jupyter-client": {"8.10.0"},
+    "ipykernel": {"7.4.0"},
 }
 
 
@@ -69,13 +72,16 @@ class Internals:
             return None
         return self._read_text_notebook(text, add_source_map=True, path=str(path))
 
-    def execute(self, nb: Any, cwd: Path, timeout: int, on_kernel_ready=None) -> tuple[bool, float]:
+    def execute(self, nb: Any, cwd: Path, timeout: int, on_kernel_ready=None,
+                kernel_manager_class=None) -> tuple[bool, float]:
         """执行笔记本（就地填入输出），返回 (是否成功, 秒数)；出错的单元不会被放过。
 
         on_kernel_ready：内核启动好、第一个单元执行之前调用一次（nbclient 的 on_notebook_start 钩子），
-        用来把“内核启动”和“执行单元”的时间分开计。
+        用来把“内核启动”和“执行单元”的时间分开计。kernel_manager_class：nbclient 用它启动内核。
         """
         hooks = {} if on_kernel_ready is None else {"on_notebook_start": lambda **_: on_kernel_ready()}
+        if kernel_manager_class is not None:  # nbclient 的公开选项：由谁启动内核（见 tools/zygote.py）
+            hooks["kernel_manager_class"] = kernel_manager_class
         result = self._execute(nb, cwd=str(cwd), allow_errors=False, timeout=timeout,
                                meta_override=True, **hooks)
         return result.err is None, result.time

@@ -35,6 +35,8 @@ import children  # noqa: E402
 import nb_internals  # noqa: E402
 
 HISTORY = ".page-seconds.json"  # _build/ 下：上次每页执行的秒数（只用来排先后）
+# 全新的检出（CI、make clean 之后）没有上次的记录：用 make bench 量出的每页秒数排先后（只影响快慢，不影响输出）
+HINTS = Path(__file__).with_name("page_seconds.json")
 
 
 def cpu_workers() -> int:
@@ -45,10 +47,14 @@ def cpu_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def estimate_seconds(page: Path, history: dict[str, float]) -> float:
-    """这一页大约要执行几秒：有上次的记录就用记录，否则按代码单元的字符数估计（只用来排先后）。"""
+def estimate_seconds(page: Path, history: dict[str, float], hints: dict[str, float] | None = None) -> float:
+    """这一页大约要执行几秒（只用来排先后）：有上次构建的记录用记录，其次用 HINTS 里 make bench 量的秒数，
+    都没有时按代码单元的字符数估计。history 以页面的绝对路径为键，hints 以 “目录/文件名” 为键。"""
     if page.as_posix() in history:
         return history[page.as_posix()]
+    short = "/".join(page.parts[-2:])
+    if hints and short in hints:
+        return hints[short]
     code = re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", page.read_text(encoding="utf-8"), re.M | re.S)
     return 2.0 + sum(len(c) for c in code) / 400
 
@@ -158,18 +164,21 @@ class Pool:
         return timings
 
 
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # 没有或坏了：只影响先后顺序
+        return {}
+
+
 def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, env: dict[str, str],
                 workers: int | None = None, history_file: Path | None = None) -> list[PageTiming]:
     """把执行缓存里还没有的页面并行执行好并存入缓存；返回每页的计时（没有并行执行时为空）。"""
     nbi = nb_internals.load()
     workers = workers or cpu_workers()
     cache = nbi.open_cache(cache_dir)
-    history = {}
-    if history_file and history_file.is_file():
-        try:
-            history = json.loads(history_file.read_text(encoding="utf-8"))
-        except ValueError:  # 记录坏了只影响先后顺序
-            history = {}
+    history = _read_json(history_file) if history_file else {}
+    hints = _read_json(HINTS)
     todo = []
     for page in pages:
         nb = nbi.read_notebook(page)
@@ -181,7 +190,7 @@ def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, env: dict[str,
             nbi.store(cache, nb, str(page))
     if len(todo) < 2 or workers < 2:  # 只有一页要跑、或只有一个 CPU 时并行没有好处，交给 Sphinx
         return []
-    todo.sort(key=lambda p: estimate_seconds(p, history), reverse=True)
+    todo.sort(key=lambda p: estimate_seconds(p, history, hints), reverse=True)
     workers = min(workers, len(todo))
     print(f"[build_book] 并行预执行 {len(todo)} 页（{workers} 个进程，最长的先跑）…", flush=True)
 
@@ -213,6 +222,12 @@ def worker_main() -> int:
     nbi = nb_internals.load()
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # 库往标准输出打印的东西不混进协议
+    manager = None
+    if os.environ.get("BOOK_KERNEL_PRELOAD", "1") != "0":  # 见 tools/zygote.py；设为 0 则每页照常启动内核
+        import zygote
+
+        zygote.ACTIVE = zygote.Zygote()  # 与第一页的读取同时 import torch
+        manager = zygote.kernel_manager_class()
     for line in sys.stdin:
         job = json.loads(line)
         page = Path(job["page"])
@@ -221,7 +236,8 @@ def worker_main() -> int:
         nb = nbi.read_notebook(page)
         try:
             ok, seconds = nbi.execute(nb, page.parent, job["timeout"],
-                                      on_kernel_ready=lambda: ready.append(time.perf_counter()))
+                                      on_kernel_ready=lambda: ready.append(time.perf_counter()),
+                                      kernel_manager_class=manager)
         except Exception:  # noqa: BLE001  内核死掉等：这一页交给 Sphinx 重新执行并报告
             ok, seconds = False, time.perf_counter() - start
         if ok:

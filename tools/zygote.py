@@ -1,0 +1,201 @@
+"""预先 import 好 torch 的“内核母体”：每页仍是一个全新的内核进程，只是不必每次都重新 import torch。
+
+冷构建里最贵的不是执行单元，而是每页一个内核：启动 Python、import ipykernel，再在第一个单元里
+`import torch`（这台机器上单是 torch 就要约 2 秒 CPU）。九页就是九遍。这里的做法与 Android 的 zygote、
+Python 的 forkserver 相同：
+
+- 每个预执行工作进程先启动一个母体进程（`python tools/zygote.py`），它只做一件事：import `PRELOAD` 里的模块
+  （torch、IPython、ipykernel 的内核程序；不 import matplotlib，绘图后端仍由内核按原样设置），然后等待请求。
+  母体不执行任何页面的代码、不建 zmq 上下文、不开线程。
+- 要启动内核时，jupyter_client 照常准备好连接文件和命令行（`python -m ipykernel_launcher -f 连接文件`）；
+  `ZygoteKernelManager` 在 jupyter_client 留给子类的位置（`_async_launch_kernel`）把这条命令交给母体，
+  母体 fork 出一个子进程：新会话、页面所在目录、内核该有的环境变量与命令行，然后运行与
+  `ipykernel_launcher` 相同的入口。这个子进程就是这一页的内核：用户命名空间是空的，页面之间互不可见，
+  执行完照常关闭。
+- 命令不是本解释器的 `-m ipykernel_launcher` 时（别的内核），照常由 jupyter_client 启动。
+
+母体的协议：标准输入每行一个 JSON 请求 {"argv", "env", "cwd"}，标准输出每行回一个 {"pid"}；标准输入关闭时
+结束它的所有内核并退出。内核由母体收割（SIGCHLD 设为忽略，不留僵尸）。
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# 母体预先 import 的模块：页面都会用到、又最贵的那几个
+PRELOAD = ("torch", "IPython", "ipykernel.kernelapp")
+LAUNCHER = ["-m", "ipykernel_launcher"]
+
+
+def _kernel_child(request: dict) -> None:
+    """（fork 出的子进程里）变成这一页的内核；永不返回。"""
+    code = 1
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # 内核自己的 subprocess 要能等到子进程
+        os.setsid()  # 与 jupyter_client 启动内核时一样：新会话，打断内核时发给整个进程组
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        os.dup2(2, 1)  # 标准输出是母体回话用的管道：内核的标准输出改为母体的 stderr
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        import importlib.util
+
+        # 与 `python -m ipykernel_launcher …` 一样：argv[0] 是 ipykernel_launcher.py 的完整路径
+        sys.argv = [importlib.util.find_spec("ipykernel_launcher").origin, *request["argv"][3:]]
+        from ipykernel import kernelapp as app
+
+        app.launch_new_instance()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001  内核启动失败：打印原因，jupyter_client 会发现它已结束
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            import atexit
+
+            atexit._run_exitfuncs()  # 与正常退出一样运行 atexit（内核的清理在这里）
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def serve() -> int:
+    """母体：import PRELOAD，然后按请求 fork 内核。"""
+    import importlib
+
+    script_dir = str(Path(__file__).resolve().parent)
+    if sys.path and sys.path[0] == script_dir:  # 与 ipykernel_launcher 一样，不把脚本所在目录留在 sys.path 上
+        del sys.path[0]
+    for name in PRELOAD:
+        importlib.import_module(name)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # 结束的内核由系统自动收割
+    replies = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    kernels: list[int] = []
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            replies.close()
+            _kernel_child(request)
+        kernels.append(pid)
+        replies.write(json.dumps({"pid": pid}) + "\n")
+    for pid in kernels:  # 工作进程走了：它的内核一个不留
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return 0
+
+
+def _gone(pid: int) -> bool:
+    """进程已结束（不存在，或是等待收割的僵尸）。"""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+    return stat[stat.rindex(")") + 2] in "ZX"
+
+
+class ForkedKernel:
+    """母体 fork 出的内核进程，按 jupyter_client 的本地 provisioner 使用 subprocess.Popen 的方式提供同样的方法。"""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and _gone(self.pid):
+            self.returncode = 0  # 退出码归母体（它不是我们的子进程）：只知道它结束了
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.02)  # 轮询“进程已结束”这个事件
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        try:
+            os.kill(self.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+class Zygote:
+    """工作进程这一侧：启动母体，请它 fork 内核。"""
+
+    def __init__(self, env: dict[str, str] | None = None):
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve())],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+
+    def fork_kernel(self, argv: list[str], env: dict[str, str], cwd: str) -> int:
+        self.proc.stdin.write(json.dumps({"argv": argv, "env": env, "cwd": cwd}) + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline()
+        if not reply:
+            raise RuntimeError(f"内核母体意外退出（退出码 {self.proc.wait()}）")
+        return json.loads(reply)["pid"]
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+ACTIVE: Zygote | None = None  # 本工作进程的母体（kernel_manager_class 由 nbclient 构造，只能从这里取）
+
+
+def kernel_manager_class():
+    """返回一个 jupyter_client KernelManager 的子类：本解释器的 ipykernel 内核交给母体 fork。"""
+    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_client.provisioning.local_provisioner import LocalProvisioner
+
+    class ZygoteKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd, **kw):  # jupyter_client 注明供子类覆盖
+            provisioner = self.provisioner
+            if (ACTIVE is None or not isinstance(provisioner, LocalProvisioner)
+                    or kernel_cmd[:3] != [sys.executable, *LAUNCHER]):
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+            options = LocalProvisioner._scrub_kwargs(kw)
+            env = dict(options.get("env") or os.environ)
+            env["JPY_PARENT_PID"] = str(os.getpid())  # jupyter_client 启动内核时也这样设
+            cwd = str(options.get("cwd") or os.getcwd())
+            pid = ACTIVE.fork_kernel(list(kernel_cmd), env, cwd)
+            provisioner.process = ForkedKernel(pid)
+            provisioner.pid = provisioner.pgid = pid
+            provisioner.cwd = cwd
+            self._reconcile_connection_info(provisioner.connection_info)
+
+    return ZygoteKernelManager
+
+
+if __name__ == "__main__":
+    sys.exit(serve())
