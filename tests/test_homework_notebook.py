@@ -112,7 +112,7 @@ def test_homework_page_title_and_three_exercises(homework_html):
     for title, word in zip(titles, ["注意力分数", "因果遮蔽", "FFN"]):
         assert word in title
     text = soup.get_text()
-    assert "别把整道题交给它" in text, "开头要说明 AI 的使用边界"
+    assert "让 AI 代做" in text, "开头要说明 AI 的使用边界"
     assert "AI" in soup.select_one("article").get_text()[:400]
 
 
