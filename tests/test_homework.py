@@ -116,6 +116,7 @@ T_SCORE = (X["q"] * X["k"]).sum()
     ((TQ[1] * TQ[2]).sum(), r"Q\[1\] 与 Q\[2\] 的点积，两个向量都取自 Q"),
     (round(float(T_SCORE), 2), "四舍五入到了 2 位小数"),
     (round(float(T_SCORE), 3), "四舍五入到了 3 位小数"),
+    (int(T_SCORE), "取了整"),
     ((X["q"] * X["k"]).mean(), r"平均（\.mean\(\)），或者除以了 d_k"),
     (-T_SCORE, "符号反了"),
 ])

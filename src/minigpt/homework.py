@@ -215,6 +215,9 @@ def _rounding_hint(got: torch.Tensor, truth: torch.Tensor) -> str | None:
     for d in range(5):
         rounded = torch.round(truth, decimals=d)
         if _close(got, rounded) and not _close(rounded, truth):
+            if d == 0:
+                return ("你的数像是取了整（int(…) 或 round(…)）：这里的数一般是小数，"
+                        "请交计算出来的张量本身，不要取整")
             return (f"你的数像是四舍五入到了 {d} 位小数（或者是照着打印出来的数抄的）："
                     "检查器按容差比较，请交计算出来的张量本身，不要舍入")
     gap = (got - truth).abs().max()
@@ -791,7 +794,7 @@ EXERCISES = (
              lambda a, x: check_causal_mask.judge(a["mask"], x["seq_len"])),
     Exercise("2b", "作业 2（二）遮蔽后的权重", ("weights",), "check_masked_weights",
              lambda a, x: check_masked_weights.judge(a["weights"], x["scores"], x["d_k"])),
-    Exercise("3", "作业 3 FFN 的参数量", ("w1_params", "w2_params", "total_params"),
+    Exercise("3", "作业 3 FFN 的参数个数", ("w1_params", "w2_params", "total_params"),
              "check_ffn_params",
              lambda a, x: check_ffn_params.judge(
                  a["w1_params"], a["w2_params"], a["total_params"],
