@@ -8,7 +8,8 @@
   但不透露正确的数值；
 - 类型、形状、设备、数据类型不对，或出现 NaN → 也是 ``HomeworkWrong``，
   用中文说明期望什么、收到什么；
-- 通过 → 打印一行 “✔ 作业 N 通过：…”，返回 None（笔记本里的调用不必用分号压住返回值）。
+- 通过 → 打印一行 “✔ 作业 N 通过：…”，返回 None
+  （笔记本里的调用不必用分号压住返回值）。
 
 两个异常都是 AssertionError 的子类。检查器自己不会因为奇怪的输入抛出别的异常。
 在 Jupyter 里，这两个异常只显示一行“异常名: 说明”，不带检查器内部的调用栈
@@ -69,9 +70,11 @@ def _passed(n: int, detail: str) -> str:
 
 
 def _prints(judge: Callable[..., str]) -> Callable[..., None]:
-    """把判题函数（通过时返回一行消息）包成给学生调用的检查器：通过时打印那一行，返回 None。
+    """把判题函数（通过时返回一行消息）包成给学生调用的检查器：
+    通过时打印那一行，返回 None。
 
-    返回 None，Jupyter 就不会在打印的那一行下面再显示一遍返回值（所以调用不需要分号）。
+    返回 None，Jupyter 就不会在打印的那一行下面再显示一遍返回值
+    （所以调用不需要分号）。
     判题函数本身留在 ``check_xxx.judge``：批改程序要的是消息，不是打印。
     """
 
@@ -206,7 +209,8 @@ def _tril(n: int) -> torch.Tensor:
 
 
 def _rounding_hint(got: torch.Tensor, truth: torch.Tensor) -> str | None:
-    """got 离 truth 很近却不在容差之内（常见于四舍五入，或照着打印出的小数手算）时给出提示。
+    """got 离 truth 很近却不在容差之内时给出提示
+    （常见于四舍五入，或照着打印出的小数手算）。
 
     提示只说像是哪种做法，不说正确值，也不说差了多少。
     """
@@ -218,7 +222,8 @@ def _rounding_hint(got: torch.Tensor, truth: torch.Tensor) -> str | None:
             if d == 0:
                 return ("你的数像是取了整（int(…) 或 round(…)）：这里的数一般是小数，"
                         "请交计算出来的张量本身，不要取整")
-            return (f"你的数像是四舍五入到了 {d} 位小数（或者是照着打印出来的数抄的）："
+            return (f"你的数像是四舍五入到了 {d} 位小数"
+                    "（或者是照着打印出来的数抄的）："
                     "检查器按容差比较，请交计算出来的张量本身，不要舍入")
     gap = (got - truth).abs().max()
     if gap <= 1e-2 * max(1.0, truth.abs().max().item()):
@@ -296,13 +301,15 @@ def _wrong_pair_hint(s: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
         return None
     if Q.dim() != 2 or Q.shape != K.shape or Q.shape[-1] != q.shape[-1]:
         return None
-    rows = lambda M, v: [i for i in range(M.shape[0]) if _close(M[i], v)]  # noqa: E731
-    qi, ki = rows(Q, q), rows(K, k)
+    qi = [i for i in range(Q.shape[0]) if _close(Q[i], q)]
+    ki = [i for i in range(K.shape[0]) if _close(K[i], k)]
     if not qi or not ki:
         return None
-    asked = f"q = Q[{qi[0]}]（位置 {qi[0]} 的 Query）与 k = K[{ki[0]}]（位置 {ki[0]} 的 Key）"
+    asked = (f"q = Q[{qi[0]}]（位置 {qi[0]} 的 Query）"
+             f"与 k = K[{ki[0]}]（位置 {ki[0]} 的 Key）")
     n = Q.shape[0]
-    for name_a, A, name_b, B in (("Q", Q, "K", K), ("Q", Q, "Q", Q), ("K", K, "K", K)):
+    pairs = (("Q", Q, "K", K), ("Q", Q, "Q", Q), ("K", K, "K", K))
+    for name_a, A, name_b, B in pairs:
         for a in range(n):
             for b in range(n):
                 if (name_a, name_b, a, b) == ("Q", "K", qi[0], ki[0]):
@@ -314,7 +321,8 @@ def _wrong_pair_hint(s: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
                         what = "取错了行"
                     else:
                         what = f"两个向量都取自 {name_a}"
-                    return (f"你的数是 {name_a}[{a}] 与 {name_b}[{b}] 的点积，{what}。"
+                    return (f"你的数是 {name_a}[{a}] 与 {name_b}[{b}] 的点积，"
+                            f"{what}。"
                             f"题目要的是 {asked}的点积：直接用上面给出的 q 和 k")
     return None
 
@@ -341,7 +349,8 @@ def check_score_matrix(S, Q, K) -> str:
         elif got.shape == Q.shape:
             hint = "这像是逐元素相乘 Q * K，没有对特征维求和"
         elif got.squeeze().shape == truth.shape:
-            hint = "多了长度为 1 的维度：用 .squeeze() 去掉它，或者检查是不是多加了一维"
+            hint = ("多了长度为 1 的维度：用 .squeeze() 去掉它，"
+                    "或者检查是不是多加了一维")
         else:
             hint = "分数矩阵的行数 = Query 的个数，列数 = Key 的个数"
         raise HomeworkWrong(
@@ -502,7 +511,8 @@ def check_masked_weights(weights, scores, d_k=None) -> str:
 
     weights：你的答案，与 scores 同形 [..., seq, seq]；scores：
     题目给的缩放后的注意力分数；
-    d_k：可选，给出时还能认出“用了没缩放的分数”“缩放了两次”这类错误。正确答案由 scores 重新算出，
+    d_k：可选，给出时还能认出“用了没缩放的分数”“缩放了两次”这类错误。
+    正确答案由 scores 重新算出，
     在 TOLERANCE 之内相等才通过。
     """
     _require(weights=weights)
@@ -545,7 +555,8 @@ def check_masked_weights(weights, scores, d_k=None) -> str:
             (masked, "这是遮蔽之后的分数，还没有做 softmax："
                      "再对它沿最后一维做 torch.softmax，未来位置的 -inf 会变成 0"),
             (torch.log_softmax(masked, dim=-1),
-             "像是用了 log_softmax：它给出的是权重的对数（都不大于 0，未来位置是 -inf）。"
+             "像是用了 log_softmax：它给出的是权重的对数"
+             "（都不大于 0，未来位置是 -inf）。"
              "这里要的是权重本身：用 torch.softmax"),
             (torch.softmax(s, dim=-1).masked_fill(future, neg_inf),
              "像是先做了 softmax，再用 masked_fill 把未来位置设成 -inf。"
@@ -557,7 +568,8 @@ def check_masked_weights(weights, scores, d_k=None) -> str:
                 "这是遮蔽之后、还没有缩放的分数（Q @ K.T），也还没有做 softmax。"
                 "题目给的 scores 已经缩放过：遮蔽 scores，再做 softmax"))
         hint = next((h for value, h in candidates if _close(w, value)),
-                    "softmax 的输出都在 0 和 1 之间，-inf 只该出现在 softmax 之前的分数里。"
+                    "softmax 的输出都在 0 和 1 之间，"
+                    "-inf 只该出现在 softmax 之前的分数里。"
                     "检查 weights 是不是 torch.softmax(…) 的输出，"
                     "以及 softmax 之后有没有又把某些位置填成了 -inf")
         raise HomeworkWrong(f"weights 里有 -inf：{hint}")
@@ -639,7 +651,8 @@ def check_masked_weights(weights, scores, d_k=None) -> str:
              "题目给的 scores 已经缩放过，直接用 scores"),
             (_masked_softmax(s / root, allowed),
              "分数被缩小了两次：scores 已经除过 √d_k，你又除了一次"
-             "（从 Q @ K.T 算起、除以 d_k 而不是 √d_k，也是这个结果）。直接用 scores"),
+             "（从 Q @ K.T 算起、除以 d_k 而不是 √d_k，也是这个结果）。"
+             "直接用 scores"),
         ]
     for value, hint in mistakes:
         if _close(w, value) and not _close(value, truth):
@@ -709,7 +722,8 @@ def check_ffn_params(w1_params, w2_params, total_params,
             hint = ("只数了权重，漏了偏置：nn.Linear 默认带偏置，"
                     f"每个输出维一个。{layer} 的输出是几维？")
         elif got == weights + (h if layer == "W1" else f):
-            hint = (f"偏置个数不对：你加上的偏置个数等于 {layer} 的输入维度（{other_out}），"
+            hint = ("偏置个数不对：你加上的偏置个数等于 "
+                    f"{layer} 的输入维度（{other_out}），"
                     "而偏置是每个输出维一个")
         elif got == weights + 1:
             hint = "偏置不是每层一个，而是每个输出维一个"
@@ -720,15 +734,19 @@ def check_ffn_params(w1_params, w2_params, total_params,
             hint = (f"这像是把两层都算进了 {name}："
                     f"{name} 只数 {layer} 这一层")
         elif got in (f + h, f + h + (f if layer == "W1" else h)):
-            hint = "权重个数 = 输入维度 × 输出维度（乘，不是加），再加上输出维度个偏置"
+            hint = ("权重个数 = 输入维度 × 输出维度（乘，不是加），"
+                    "再加上输出维度个偏置")
         elif got in (f * f, h * h, f * f + f, h * h + h, f * f + h, h * h + f):
-            hint = ("权重个数 = 输入维度 × 输出维度：一个是 hidden_size，一个是 d_ff，"
+            hint = ("权重个数 = 输入维度 × 输出维度："
+                    "一个是 hidden_size，一个是 d_ff，"
                     "不是同一个维度自乘")
         elif 100 * abs(got - right) <= right:  # 整数运算：大数也不溢出
-            hint = ("很接近，但参数个数要一个不差：像是取了约数（比如写成了“约一百万”），"
+            hint = ("很接近，但参数个数要一个不差："
+                    "像是取了约数（比如写成了“约一百万”），"
                     "请用整数的 * 和 + 精确地算")
         else:
-            hint = (f"{layer} 的参数 = 权重（输入维度 × 输出维度）+ 偏置（输出维度）："
+            hint = (f"{layer} 的参数 = 权重（输入维度 × 输出维度）"
+                    "+ 偏置（输出维度）："
                     f"先弄清 {layer} 的输入、输出各是几维，再按这条式子数一遍")
         raise HomeworkWrong(f"检查 {name}：{got:,} 不对。{hint}")
     if total != w1 + w2:
@@ -787,13 +805,15 @@ class Exercise:
 
 EXERCISES = (
     Exercise("1a", "作业 1（一）一个分数", ("score",), "check_dot_score",
-             lambda a, x: check_dot_score.judge(a["score"], x["q"], x["k"], x["Q"], x["K"])),
+             lambda a, x: check_dot_score.judge(
+                 a["score"], x["q"], x["k"], x["Q"], x["K"])),
     Exercise("1b", "作业 1（二）分数矩阵", ("S",), "check_score_matrix",
              lambda a, x: check_score_matrix.judge(a["S"], x["Q"], x["K"])),
     Exercise("2a", "作业 2（一）遮蔽矩阵", ("mask",), "check_causal_mask",
              lambda a, x: check_causal_mask.judge(a["mask"], x["seq_len"])),
     Exercise("2b", "作业 2（二）遮蔽后的权重", ("weights",), "check_masked_weights",
-             lambda a, x: check_masked_weights.judge(a["weights"], x["scores"], x["d_k"])),
+             lambda a, x: check_masked_weights.judge(
+                 a["weights"], x["scores"], x["d_k"])),
     Exercise("3", "作业 3 FFN 的参数个数", ("w1_params", "w2_params", "total_params"),
              "check_ffn_params",
              lambda a, x: check_ffn_params.judge(
