@@ -579,9 +579,10 @@ def check_masked_weights(weights, scores, d_k=None) -> str:
                 "softmax 只能算出 0/0。")
         candidates = [
             (torch.softmax(s.masked_fill(allowed, neg_inf), dim=-1),
-             "遮蔽反了：被换成 -inf 的是 mask 为 1（可以看）的位置，"
+             "遮蔽反了：被换成 -inf 的是能看的位置（对角线及以下），留下的却是未来。"
              "像是写成了 masked_fill(mask == 1, …)，或者把 mask 直接当成了条件"
-             "（masked_fill(mask.bool(), …)）。要换掉的是 mask == 0 的位置"),
+             "（masked_fill(mask.bool(), …)），或者 mask 本身 0、1 颠倒了。"
+             "要换掉的是未来位置（mask == 0）"),
             (_masked_softmax(s, _tril(n).tril(-1)),
              "对角线也被遮住了：位置 i 应当能看到自己，"
              "所以第 0 行一个能看的位置也没剩下"),
@@ -629,8 +630,12 @@ def check_masked_weights(weights, scores, d_k=None) -> str:
          "像是把 0/1 的 mask 直接加到了分数上：加 1 只是让能看的位置稍占便宜，"
          "未来位置照样分到权重。把 mask == 0 的分数换成 float(\"-inf\")"),
         (torch.softmax(s.masked_fill(allowed, -1e9), dim=-1),
-         "遮蔽反了：被换掉的是 mask 为 1（可以看）的位置，"
-         "像是写成了 masked_fill(mask == 1, …)。要换掉的是 mask == 0 的位置"),
+         "遮蔽反了：被换掉的是能看的位置（对角线及以下），留下的却是未来。"
+         "像是写成了 masked_fill(mask == 1, …)，或者 mask 本身 0、1 颠倒了。"
+         "要换掉的是未来位置（mask == 0）"),
+        (_masked_softmax(s, torch.ones(n, n, dtype=torch.bool).tril(1)),
+         "遮蔽多放开了一格：每个位置还看到了紧挨着的下一个 token，"
+         "像是遮蔽矩阵用了 torch.tril(…, diagonal=1)。位置 i 能看的是 0…i"),
         (_masked_softmax(s, allowed, dim=-2),
          "softmax 做在了错误的维度（dim=0 / dim=-2），每一列加起来是 1。"
          "每个 Query 的权重在一行里，应当用 dim=-1"),
