@@ -2,6 +2,7 @@
 任何奇怪的输入都只得到 HomeworkWrong / HomeworkNotFilled（中文说明），不会有别的异常从检查器里冒出来。"""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -41,8 +42,9 @@ def test_exceptions_are_assertion_errors():
 # ---------------------------------------------------------------- 作业 1
 
 def test_dot_score_accepts_tensor_float_and_numpy(capsys):
-    msg = check_dot_score((q * k).sum(), q, k)
-    assert msg.startswith("✔ 作业 1 通过") and "✔ 作业 1 通过" in capsys.readouterr().out
+    assert check_dot_score((q * k).sum(), q, k) is None  # 只打印，不返回：笔记本里不必用分号压住返回值
+    assert capsys.readouterr().out.startswith("✔ 作业 1 通过")
+    assert check_dot_score.judge((q * k).sum(), q, k).startswith("✔ 作业 1 通过")
     check_dot_score(float((q * k).sum()), q, k)
     check_dot_score(np.float64((q * k).sum()), q, k)
     check_dot_score(q.double() @ k.double(), q, k)
@@ -75,8 +77,9 @@ def test_dot_score_rejects_typical_mistakes_without_revealing_the_answer(answer,
     _no_number_of(str(info.value), (q * k).sum())
 
 
-def test_score_matrix_accepts_q_kt():
-    assert check_score_matrix(Q @ K.T, Q, K).startswith("✔ 作业 1 通过")
+def test_score_matrix_accepts_q_kt(capsys):
+    check_score_matrix(Q @ K.T, Q, K)
+    assert capsys.readouterr().out.startswith("✔ 作业 1 通过")
     check_score_matrix((Q @ K.T).numpy(), Q, K)
 
 
@@ -101,6 +104,68 @@ def test_score_matrix_names_the_wrong_cell_but_not_its_value():
     _no_number_of(str(info.value), Q @ K.T)
 
 
+# 题目的真实数据（种子 42，"the cat sat"）：q = Q[1]，k = K[2]
+X = exercise_inputs()
+TQ, TK, TS = X["Q"], X["K"], X["scores"]
+T_SCORE = (X["q"] * X["k"]).sum()
+
+
+@pytest.mark.parametrize("answer,pattern", [
+    ((TQ[2] * TK[1]).sum(), r"Q\[2\] 与 K\[1\] 的点积，两个 token 的角色对调了"),
+    ((TQ[1] * TK[1]).sum(), r"Q\[1\] 与 K\[1\] 的点积，取错了行"),
+    ((TQ[1] * TQ[2]).sum(), r"Q\[1\] 与 Q\[2\] 的点积，两个向量都取自 Q"),
+    (round(float(T_SCORE), 2), "四舍五入到了 2 位小数"),
+    (round(float(T_SCORE), 3), "四舍五入到了 3 位小数"),
+    (int(T_SCORE), "取了整"),
+    ((X["q"] * X["k"]).mean(), r"平均（\.mean\(\)），或者除以了 d_k"),
+    (-T_SCORE, "符号反了"),
+])
+def test_dot_score_names_the_wrong_pair_rounding_mean_and_sign(answer, pattern):
+    with pytest.raises(HomeworkWrong, match=pattern) as info:
+        check_dot_score(answer, X["q"], X["k"], TQ, TK)
+    message = str(info.value)
+    assert "对应位置相乘之后把乘积全部加了起来" not in message  # 旧的误诊：乘法和求和本身没错
+    _no_number_of(message, T_SCORE)
+
+
+def test_dot_score_without_the_matrices_still_answers_in_chinese():
+    with pytest.raises(HomeworkWrong, match="没有认出是哪一种常见错误") as info:
+        check_dot_score((TQ[2] * TK[1]).sum(), X["q"], X["k"])
+    _no_number_of(str(info.value), T_SCORE)
+
+
+def _loop(fill):
+    S = torch.zeros(3, 3)
+    for i in range(3):
+        for j in range(3):
+            S[i, j] = fill(i, j)
+    return S
+
+
+TRUTH_S = TQ @ TK.T
+
+
+@pytest.mark.parametrize("answer,pattern", [
+    (TQ @ TQ.T, r"Q @ Q\.T，Query 和自己做了点积"),
+    (TK @ TK.T, r"K @ K\.T，Key 和自己做了点积"),
+    (torch.softmax(TRUTH_S, dim=-1), "每一行加起来是 1，像是已经做了 softmax"),
+    (torch.softmax(TRUTH_S, dim=0), "每一列加起来是 1"),
+    (torch.softmax(TRUTH_S / 2, dim=-1), "像是注意力权重（缩放、再 softmax 之后）"),
+    (TRUTH_S / 4, "你除以了 d_k = 4"),
+    (_loop(lambda i, j: (TQ[i] * TK[i]).sum()), r"每一行的数都相同.*K\[j\]"),
+    (_loop(lambda i, j: (TQ[j] * TK[j]).sum()), r"每一列的数都相同.*Q\[i\]"),
+    (_loop(lambda i, j: (TQ[i] * TK[j]).sum() if i < 2 and j < 2 else 0.0),
+     "5 个格子还是 0，都在最后一行或最后一列.*range 的上界"),
+    (torch.round(TRUTH_S, decimals=2), "四舍五入到了 2 位小数"),
+    (TRUTH_S.masked_fill(torch.tril(torch.ones(3, 3)) == 0, float("-inf")), "像是已经做了遮蔽"),
+])
+def test_score_matrix_names_self_products_softmax_scaling_index_and_rounding_mistakes(answer, pattern):
+    with pytest.raises(HomeworkWrong, match=pattern) as info:
+        check_score_matrix(answer, TQ, TK)
+    assert "检查循环的下标" not in str(info.value)  # 旧的误诊：这些都不是下标写错
+    _no_number_of(str(info.value), TRUTH_S)
+
+
 # ---------------------------------------------------------------- 作业 2（一）
 
 @pytest.mark.parametrize("mask", [
@@ -108,7 +173,7 @@ def test_score_matrix_names_the_wrong_cell_but_not_its_value():
     [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]], np.tril(np.ones((4, 4), dtype=bool)),
 ])
 def test_causal_mask_accepts_lower_triangular(mask):
-    assert check_causal_mask(mask, 4).startswith("✔ 作业 2 通过")
+    assert check_causal_mask.judge(mask, 4).startswith("✔ 作业 2 通过")
     check_causal_mask(mask, np.int64(4))
     check_causal_mask(mask, torch.tensor(4))
 
@@ -124,6 +189,9 @@ def test_causal_mask_accepts_lower_triangular(mask):
     (torch.zeros(4, 4).masked_fill(TRIL == 0, float("-inf")), "加性"),
     (torch.tril(torch.ones(4, 4)) * 2, "只能是 0 和 1"),
     (torch.full((4, 4), float("nan")), "NaN"),
+    (torch.tril(torch.ones(4, 4), diagonal=1), "多看到了紧挨着的下一个 token"),
+    (torch.zeros(4, 4).masked_fill(TRIL == 0, -1e9), "负数.*加性"),
+    (torch.tril(torch.ones(4, 4))[None], "多了长度为 1 的维度"),
 ])
 def test_causal_mask_rejects_typical_mistakes(mask, pattern):
     with pytest.raises(AssertionError, match=pattern):
@@ -133,7 +201,8 @@ def test_causal_mask_rejects_typical_mistakes(mask, pattern):
 # ---------------------------------------------------------------- 作业 2（二）
 
 def test_masked_weights_accepts_the_weights_recomputed_from_the_scores(capsys):
-    assert check_masked_weights(_weights(), SCORES, D_K).startswith("✔ 作业 2 通过")
+    check_masked_weights(_weights(), SCORES, D_K)
+    assert capsys.readouterr().out.startswith("✔ 作业 2 通过")
     check_masked_weights(_weights().double(), SCORES)
     check_masked_weights(_weights().numpy(), SCORES.numpy(), np.int64(D_K))
     # 学生把遮蔽后的分数当作 scores 传进来，正确答案不变
@@ -157,24 +226,53 @@ def test_masked_weights_is_compared_with_the_truth_not_only_its_properties():
     (lambda s: torch.softmax((s / math.sqrt(D_K)).masked_fill(TRIL == 0, float("-inf")), dim=-1), "又除了一次"),
     (lambda s: torch.softmax(s, dim=-1) * TRIL, "先 softmax、再把未来位置乘 0"),
     (lambda s: torch.softmax(s, dim=-1).masked_fill(TRIL == 0, 0.0), "先 softmax、再把未来位置乘 0"),
-    (lambda s: torch.softmax(s, dim=-1).masked_fill(TRIL == 0, float("-inf")), "-inf"),
+    (lambda s: torch.softmax(s, dim=-1).masked_fill(TRIL == 0, float("-inf")), "-inf：像是先做了 softmax"),
     (lambda s: torch.softmax(s, dim=-1), "没有遮蔽"),
     (lambda s: torch.softmax(s.masked_fill(TRIL == 0, 0.0), dim=-1), "填成了 0 而不是 -inf"),
     (lambda s: torch.softmax(s.masked_fill(TRIL == 0, float("-inf")), dim=0), "错误的维度"),
     (lambda s: torch.softmax(s.masked_fill(TRIL.T == 0, float("-inf")), dim=-1), "上三角"),
-    (lambda s: torch.softmax(s.masked_fill(torch.tril(TRIL, -1) == 0, float("-inf")), dim=-1), "NaN"),
+    (lambda s: torch.softmax(s.masked_fill(torch.tril(TRIL, -1) == 0, float("-inf")), dim=-1),
+     "NaN.*对角线也被遮住了"),
+    # 忘了 softmax、或用了 log_softmax：不是“先 softmax 再填 -inf”
+    (lambda s: s.masked_fill(TRIL == 0, float("-inf")), "还没有做 softmax"),
+    (lambda s: torch.log_softmax(s.masked_fill(TRIL == 0, float("-inf")), dim=-1), "log_softmax"),
+    (lambda s: torch.exp(s.masked_fill(TRIL == 0, float("-inf"))), "只做了 exp，没有除以每行之和"),
+    (lambda s: s.masked_fill(TRIL == 0, 0.0), r"未来位置是 0），还没有做 softmax"),
+    (lambda s: s, "题目给的 scores 本身"),
+    # 遮蔽反了（masked_fill(mask == 1, …)）：不是对角线的问题
+    (lambda s: torch.softmax(s.masked_fill(TRIL == 1, float("-inf")), dim=-1), r"遮蔽反了.*能看的位置.*mask == 1"),
+    (lambda s: torch.softmax(s.masked_fill(TRIL.bool(), float("-inf")), dim=-1), r"遮蔽反了.*能看的位置.*mask == 1"),
+    (lambda s: torch.softmax(s.masked_fill(TRIL == 1, -1e9), dim=-1), r"遮蔽反了.*能看的位置.*mask == 1"),
+    (lambda s: torch.softmax(s + TRIL, dim=-1), "mask 直接加到了分数上"),
+    (lambda s: torch.softmax(s.masked_fill(torch.tril(TRIL + 1, 1) == 0, float("-inf")), dim=-1), "多放开了一格"),
+    (lambda s: torch.softmax(s.masked_fill(TRIL == 0, float("-inf")), dim=-1).T, "转置"),
+    (lambda s: torch.round(torch.softmax(s.masked_fill(TRIL == 0, float("-inf")), dim=-1), decimals=2),
+     "四舍五入到了 2 位小数"),
 ])
 def test_masked_weights_names_each_typical_mistake_without_revealing_the_answer(make, pattern):
     with pytest.raises(HomeworkWrong, match=pattern) as info:
         check_masked_weights(make(SCORES), SCORES, D_K)
-    _no_number_of(str(info.value), _weights())
+    message = str(info.value)
+    _no_number_of(message, _weights())
+    if "对角线" not in pattern:  # 只有真把对角线遮住的答案，才该被说成对角线的问题
+        assert "对角线也被遮住" not in message and "对角线是不是" not in message, message
+    if "先 softmax" not in pattern and "先做了 softmax" not in pattern:
+        assert "先做了 softmax" not in message, message
+
+
+def test_masked_weights_recognises_d_k_instead_of_its_square_root():
+    raw = SCORES * math.sqrt(D_K)  # 没缩放的分数 Q @ K.T
+    wrong = torch.softmax((raw / D_K).masked_fill(TRIL == 0, float("-inf")), dim=-1)
+    with pytest.raises(HomeworkWrong, match="除以 d_k 而不是 √d_k"):
+        check_masked_weights(wrong, SCORES, D_K)
 
 
 # ---------------------------------------------------------------- 作业 3
 
 def test_ffn_params_accepts_the_right_answer_as_any_integer_type(capsys):
-    msg = check_ffn_params(2048 * 512 + 2048, 512 * 2048 + 512, 2_099_712)
-    assert msg.startswith("✔ 作业 3 通过") and "2,099,712" in capsys.readouterr().out
+    check_ffn_params(2048 * 512 + 2048, 512 * 2048 + 512, 2_099_712)
+    out = capsys.readouterr().out
+    assert out.startswith("✔ 作业 3 通过") and "2,099,712" in out
     check_ffn_params(np.int64(1_050_624), np.int32(1_049_088), np.array(2_099_712))
     check_ffn_params(torch.tensor(1_050_624), torch.tensor(1_049_088, dtype=torch.int32), 2_099_712)
     h, f = 8, 32
@@ -198,6 +296,12 @@ def test_ffn_params_accepts_the_right_answer_as_any_integer_type(capsys):
     (True, 1_049_088, 2_099_712, "布尔"),
     ("一百万", 1_049_088, 2_099_712, "收到的是 str"),
     (torch.tensor([1_050_624]), 1_049_088, 2_099_712, r"形状 \(1,\)"),
+    (512 * 2048 + 512, 2048 * 512 + 2048, 2_099_712, "对调"),
+    (2 * 2048 * 512 + 2048 + 512, 1_049_088, 2_099_712, "两层都算进了 w1_params"),
+    (2048 * 512 + 1, 1_049_088, 2_099_712, "每个输出维一个"),
+    (1_050_000, 1_049_088, 2_099_712, "约数"),
+    (2048 * 2048 + 2048, 1_049_088, 2_099_712, "自乘"),
+    (1_050_624, 1_049_088, 2 * 1_050_624, "乘了 2"),
 ])
 def test_ffn_params_rejects_typical_mistakes_without_revealing_the_answer(w1, w2, total, pattern):
     with pytest.raises(AssertionError, match=pattern) as info:
@@ -207,6 +311,21 @@ def test_ffn_params_rejects_typical_mistakes_without_revealing_the_answer(w1, w2
     for right in (1_050_624, 1_049_088, 2_099_712):
         if right not in (w1, w2, total):  # 学生自己填对的数可以出现在提示里
             assert f"{right:,}" not in message and str(right) not in message, message
+
+
+@pytest.mark.parametrize("w1,w2", [
+    (2048 * 512, 1_049_088), (1_050_624, 512 * 2048),          # 漏了偏置
+    (2048 * 512 + 512, 1_049_088), (1_050_624, 512 * 2048 + 2048),  # 偏置按输入维数
+    (2048 * 512 + 1, 1_049_088), (2048 + 512, 1_049_088), (12_345, 1_049_088),
+])
+def test_ffn_hints_never_name_a_layers_bias_count(w1, w2):
+    """只差一次加法的提示就是答案：提示里不能出现 d_ff、hidden_size 的数值（偏置个数）。"""
+    with pytest.raises(HomeworkWrong) as info:
+        check_ffn_params(w1, w2, w1 + w2)
+    wrong = w1 if w1 != 1_050_624 else w2
+    hint = str(info.value).replace(f"{wrong:,}", "")
+    for count in (2048, 512):
+        assert str(count) not in hint and f"{count:,}" not in hint, hint
 
 
 # ---------------------------------------------------------------- 奇怪的输入：只有中文的 HomeworkWrong
@@ -274,3 +393,38 @@ def test_exercise_list_runs_each_checker_on_the_package_inputs():
         assert exercise.run({n: answers[n] for n in exercise.answers}, x).startswith("✔")
         with pytest.raises(HomeworkNotFilled):
             exercise.run({n: None for n in exercise.answers}, x)
+
+
+# ---------------------------------------------------------------- 在 IPython 里怎样显示
+
+@pytest.fixture
+def ipython_shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_cell("import torch\nfrom minigpt.homework import check_dot_score\nq = torch.ones(2)")
+    yield shell
+    InteractiveShell.clear_instance()
+
+
+def _run(shell, capsys, code: str) -> str:
+    capsys.readouterr()
+    shell.run_cell(code)
+    return re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)  # 去掉颜色控制符
+
+
+def test_in_ipython_a_checker_error_is_one_line_without_the_checkers_code(ipython_shell, capsys):
+    out = _run(ipython_shell, capsys, "x = 1\ncheck_dot_score(q * q, q, q)")
+    assert out.strip().splitlines() == [out.strip()] and out.startswith("HomeworkWrong: 检查 score 的形状"), out
+    assert "homework.py" not in out and "truth" not in out and "Traceback" not in out
+
+
+def test_in_ipython_the_students_own_error_keeps_its_line_number(ipython_shell, capsys):
+    out = _run(ipython_shell, capsys, "x = 1\ny = undefined_name\ncheck_dot_score(y, q, q)")
+    assert "NameError" in out and re.search(r"line 2\b", out), out
+    assert "Exception reporting mode" not in out
+
+
+def test_in_ipython_a_passing_checker_prints_one_line_and_shows_no_return_value(ipython_shell, capsys):
+    out = _run(ipython_shell, capsys, "check_dot_score((q * q).sum(), q, q)")
+    assert out.strip() == "✔ 作业 1 通过：score = 2.0000，等于 q 与 k 的点积", out

@@ -69,6 +69,8 @@ def test_notebook_has_every_starter_and_no_solution():
                         and not line.startswith(("seq_len", "hidden_size")))
         assert key_line not in code, f"答案 {number} 的代码 {key_line!r} 漏进了学生版"
     assert "solution" not in "\n".join(c.source for c in nb.cells).lower()
+    # 检查器只打印、不返回值：调用后面不需要分号；也不用 %xmode（它会藏起学生自己报错的行号）
+    assert not re.search(r"check_\w+\(.*\)\s*;", code) and "%xmode" not in code
     for cell in nb.cells:
         if any(t.startswith("hw-starter-") for t in _tags(cell)):
             assert "None" in cell.source and "# TODO" in cell.source
@@ -109,11 +111,15 @@ def test_homework_page_title_and_three_exercises(homework_html):
     exercises = soup.select("div.exercise")
     assert [e.get("id") for e in exercises] == EXERCISE_LABELS
     titles = [e.select_one(".admonition-title").get_text(" ", strip=True) for e in exercises]
-    for title, word in zip(titles, ["注意力分数", "因果遮蔽", "FFN"]):
-        assert word in title
+    for title, word in zip(titles, ["点积与分数矩阵", "遮住未来", "数出 FFN 的参数"]):
+        assert title == f"练习（{word}）", title  # 中文标题用全角括号（book_site 的第 9 项）
     text = soup.get_text()
-    assert "别把整道题交给它" in text, "开头要说明 AI 的使用边界"
+    assert "让 AI 代做" in text, "开头要说明 AI 的使用边界"
     assert "AI" in soup.select_one("article").get_text()[:400]
+    assert "Exception reporting mode" not in text  # 不用 %xmode：检查器的提示本来就只有一行
+    for solution in soup.select("div.solution"):
+        title = solution.select_one(".admonition-title").get_text()
+        assert "（" in title and "(" not in title, title
 
 
 @pytest.mark.book

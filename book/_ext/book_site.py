@@ -34,6 +34,9 @@
    方法的写出器，每条改为 ``role="listitem"``。
 8. **站点根目录的 index.html。** sphinx-external-toc 在根页面不叫 index 时写一个只有一行
    ``<meta refresh>`` 的跳转页（没有 ``lang``、没有标题）；这里先写一个完整的中文跳转页。
+9. **练习标题的括号是全角的。** sphinx-exercise 在后期变换里把标题拼成 “练习” + ``" ("`` + 标题 + ``")"``，
+   括号写死在代码里（没有配置项，也不经过消息目录）。在它之后（优先级 25 > 20–22）把练习与解答标题里
+   包着中文的那一对半角括号换成全角的（），前面的空格一并去掉。
 
 扩展点：要给某些页面加脚本（例如交互图的库），在 ``html-page-context`` 里 ``app.add_js_file``，
 库文件在 ``builder-inited`` 时复制进输出目录（不要放进 book/_static：那里的每个 .js 都挂到每一页）；
@@ -44,12 +47,14 @@ from __future__ import annotations
 
 import html
 import importlib
+import re
 import shutil
 from pathlib import Path
 
 import nbformat
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.texescape import escape as tex_escape
 from sphinx.writers.html5 import HTML5Translator
@@ -243,7 +248,41 @@ def write_root_redirect(app: Sphinx, exception) -> None:
         favicon=html.escape(favicon)), encoding="utf-8")
 
 
+# ---- 9. 练习标题的全角括号 ---------------------------------------------------------------------
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+class FullWidthExerciseParens(SphinxPostTransform):
+    """练习（及其解答）标题里包着中文的 “ (…)” 换成 “（…）”。"""
+
+    default_priority = 25  # sphinx-exercise 在 20（练习）、21（解答）、22（链接文字）拼好标题
+
+    def run(self, **kwargs) -> None:
+        from sphinx_exercise.nodes import exercise_enumerable_node, exercise_node, solution_node
+
+        for box in self.document.findall(lambda n: isinstance(
+                n, (exercise_node, exercise_enumerable_node, solution_node))):
+            if box.children and isinstance(box.children[0], nodes.title):
+                fullwidth_parens(box.children[0])
+
+
+def fullwidth_parens(title: nodes.Element) -> None:
+    """title 里最后一对 “ (” … “)” 之间有中文时，把这两个文字节点换成全角括号（就地修改）。"""
+    texts = list(title.findall(nodes.Text))
+    opens = [i for i, x in enumerate(texts) if str(x).endswith(" (")]
+    closes = [i for i, x in enumerate(texts) if str(x) == ")"]
+    if not opens or not closes or closes[-1] < opens[-1]:
+        return
+    start, end = opens[-1], closes[-1]
+    if not _CJK.search("".join(str(x) for x in texts[start + 1:end])):
+        return
+    for i, text in ((start, str(texts[start])[:-2] + "（"), (end, "）")):
+        texts[i].parent.replace(texts[i], nodes.Text(text))
+
+
 def setup(app: Sphinx) -> dict:
+    app.add_post_transform(FullWidthExerciseParens)
     app.add_config_value("book_pdf_on_site", "book.pdf", "env", types=[str])
     app.add_role("book-pdf", book_pdf_role)
     # pydata-sphinx-theme 在 builder-inited 时把它的 Bootstrap 混入类套在这里登记的写出器上
