@@ -168,9 +168,7 @@ class NaiveMultiHeadAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """前馈网络：Linear 升维 → ReLU → Linear 降维，每个位置各算各的
-    （见第 5 节 FFN）。
-    """
+    """前馈网络：Linear 升维 → ReLU → Linear 降维，每个位置各算各的。"""
 
     def __init__(self, d_model: int, d_ff: int | None = None):
         super().__init__()
@@ -194,9 +192,7 @@ def feedforward_num_params(d_model: int, d_ff: int | None = None) -> int:
 
 
 class TransformerBlock(nn.Module):
-    """Post-LN Transformer Block：Attention + FFN，各带残差连接与 LayerNorm
-    （见第 6 节 Transformer Block 的组装）。
-    """
+    """Post-LN Transformer Block：注意力 + FFN，各带残差连接与 LayerNorm。"""
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int | None = None):
         super().__init__()
