@@ -54,7 +54,7 @@ def test_printed_losses_and_gradients(page):
     printed += [G.AP_LENGTH_SWEEP_3E[20][0], G.AP_LENGTH_SWEEP_3E[20][2], G.AP_LENGTH_SWEEP_3E[80][2]]
     from minigpt.experiments import rnn_length_sweep
     g10 = rnn_length_sweep(lengths=(10, 80))[10]   # 长度 10 取长度 80 那条输入的开头（与原文不同，见 test_source_numbers）
-    printed += [f"{g10[0].item():.3e}", f"{(g10[-1] / g10[0]).item():.3e}"
+    printed += [f"{g10[0].item():.3e}", f"{(g10[-1] / g10[0]).item():.3e}"]
     for number in printed:
         assert number in out, number
     assert re.search(rf"权重之和: {re.escape(G.AP_ATTN_WEIGHT_SUM_3F)}", out)

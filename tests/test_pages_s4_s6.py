@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -202,8 +203,10 @@ def test_s5_has_its_own_title_equation_and_one_token_shapes(built_book):
     shapes = (("输入", "(1, 4)"), ("fc1 升维", "(1, 16)"), ("ReLU 激活", "(1, 16)"), ("fc2 降维", "(1, 4)"))
     for label, shape in shapes:
         assert re.search(rf"{label}\s+{re.escape(shape)}", page.text), (label, shape)
-    # 正文里的形状序列是 glue 进来的，和打印的一致
-    assert " → ".join(shape for _, shape in shapes) in page.pasted, page.pasted
+    # 正文里的形状序列是 glue 进来的（remove-cell 里由 steps 算出），和打印的一致
+    assert "形状依次是 " + " → ".join(shape for _, shape in shapes) in page.text
+    source = (Path(__file__).resolve().parent.parent / "book" / "s5_ffn.md").read_text(encoding="utf-8")
+    assert "形状依次是 {glue:md}`s5_shapes`" in source
     # 用包里的 FeedForward（种子 42）重算这个 token 的输出
     torch.manual_seed(42)
     ffn = FeedForward(4, 16)
