@@ -195,7 +195,7 @@ def test_attention_first_position_decomposition_is_glued(page):
     for number in (f"{k:.2f}", f"{k_w:.2f}", f"{k_o:.2f}", f"{k_w + k_o:.2f}",
                    f"{fp.attention_last_output_norm[0]:.3f}", f"{fp.attention_last_output_norm[-1]:.3f}"):
         assert number in prose, number
-    assert "离 −1.5 比离 −1 近" in prose and abs(k + 1.5) < abs(k + 1)
+    assert "离 -1.5 比离 -1 近" in prose and abs(k + 1.5) < abs(k + 1)
 
 
 def test_length_sweep_says_short_inputs_are_prefixes(page):
