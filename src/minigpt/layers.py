@@ -192,7 +192,9 @@ def feedforward_num_params(d_model: int, d_ff: int | None = None) -> int:
 
 
 class TransformerBlock(nn.Module):
-    """Post-LN 的一层：先多头注意力、后 FFN；每个子层的输出加回输入，再做 LayerNorm。"""
+    """Post-LN 的一层：先多头注意力、后 FFN；
+    每个子层的输出加回输入，再做 LayerNorm。
+    """
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int | None = None):
         super().__init__()
@@ -203,7 +205,9 @@ class TransformerBlock(nn.Module):
 
     def forward(self, x: torch.Tensor,
                 mask: torch.Tensor | None = None) -> torch.Tensor:
-        """x: [batch, seq, d_model] → [batch, seq, d_model]；mask 只传给注意力子层。"""
+        """x: [batch, seq, d_model] → [batch, seq, d_model]；
+        mask 只传给注意力子层。
+        """
         x = self.norm1(x + self.attention(x, mask))  # 子层 1：多头注意力
         x = self.norm2(x + self.ffn(x))              # 子层 2：逐位置的 FFN
         return x

@@ -501,17 +501,23 @@ def encoder_decoder_diagram() -> Figure:
     ax.text(enc_x - 0.55, 5.3, "× N", ha="right", va="center", fontsize=13)
     ax.text(dec_x + w + 0.55, 6.4, "× N", ha="left", va="center", fontsize=13)
     # 编码器：源序列 → 嵌入 + 位置编码 → [自注意力, Add & Norm, FFN, Add & Norm]
-    ax.text(enc_c, 0.45, "源序列（例如待翻译的句子）", ha="center", va="center", fontsize=10)
+    ax.text(enc_c, 0.45, "源序列（例如待翻译的句子）",
+            ha="center", va="center", fontsize=10)
     _stack_box(ax, enc_x, 1.2, w, 0.9, "嵌入 + 位置编码", "#e0e0e0")
-    enc = [(3.0, 1.0, "多头自注意力\n（不遮蔽）", attn), (4.3, 0.6, "Add & Norm", norm),
-           (5.2, 1.0, "前馈网络（FFN）", ffn), (6.5, 0.6, "Add & Norm", norm)]
+    enc = [(3.0, 1.0, "多头自注意力\n（不遮蔽）", attn),
+           (4.3, 0.6, "Add & Norm", norm),
+           (5.2, 1.0, "前馈网络（FFN）", ffn),
+           (6.5, 0.6, "Add & Norm", norm)]
     for y, h, text, color in enc:
         _stack_box(ax, enc_x, y, w, h, text, color)
     for y0, y1 in ((2.1, 3.0), (4.0, 4.3), (4.9, 5.2), (6.2, 6.5)):
         _arrow(ax, (enc_c, y0), (enc_c, y1))
-    ax.text(enc_c, 8.85, "编码器", ha="center", va="center", fontsize=12, fontweight="bold")
-    # 解码器：目标序列（右移）→ 嵌入 + 位置编码 → [遮蔽自注意力, A&N, 交叉注意力, A&N, FFN, A&N] → 线性 + softmax
-    ax.text(dec_c, 0.45, "已生成的目标序列", ha="center", va="center", fontsize=10)
+    ax.text(enc_c, 8.85, "编码器", ha="center", va="center",
+            fontsize=12, fontweight="bold")
+    # 解码器：嵌入 + 位置编码 → [遮蔽自注意力, A&N, 交叉注意力, A&N, FFN, A&N]
+    #         → 线性层 + softmax
+    ax.text(dec_c, 0.45, "已生成的目标序列",
+            ha="center", va="center", fontsize=10)
     _stack_box(ax, dec_x, 1.2, w, 0.9, "嵌入 + 位置编码", "#e0e0e0")
     dec = [(3.0, 1.0, "多头自注意力\n（带因果遮蔽）", attn, False),
            (4.3, 0.6, "Add & Norm", norm, False),
@@ -521,23 +527,26 @@ def encoder_decoder_diagram() -> Figure:
            (8.7, 0.6, "Add & Norm", norm, False)]
     for y, h, text, color, dashed in dec:
         _stack_box(ax, dec_x, y, w, h, text, color, dashed)
-    for y0, y1 in ((2.1, 3.0), (4.0, 4.3), (4.9, 5.2), (6.2, 6.5), (7.1, 7.4), (8.2, 8.7),
-                   (9.3, 10.45)):
+    for y0, y1 in ((2.1, 3.0), (4.0, 4.3), (4.9, 5.2), (6.2, 6.5),
+                   (7.1, 7.4), (8.2, 8.7), (9.3, 10.45)):
         _arrow(ax, (dec_c, y0), (dec_c, y1))
     _stack_box(ax, dec_x, 10.45, w, 0.8, "线性层 + softmax", "#e0e0e0")
     _arrow(ax, (dec_c, 11.25), (dec_c, 11.9))
     ax.text(dec_c, 12.2, "下一个 token 的概率", ha="center", va="center", fontsize=10)
-    ax.text(dec_c, 12.85, "解码器", ha="center", va="center", fontsize=12, fontweight="bold")
+    ax.text(dec_c, 12.85, "解码器", ha="center", va="center",
+            fontsize=12, fontweight="bold")
     # 编码器输出 → 每个解码器层的交叉注意力
-    ax.plot([enc_c, enc_c, 6.4, 6.4], [7.1, 8.25, 8.25, 5.7], color="#7b4fa0", linewidth=1.6)
+    ax.plot([enc_c, enc_c, 6.4, 6.4], [7.1, 8.25, 8.25, 5.7],
+            color="#7b4fa0", linewidth=1.6)
     ax.add_patch(FancyArrowPatch(
         (6.4, 5.7), (dec_x, 5.7), arrowstyle="-|>", mutation_scale=14,
         color="#7b4fa0", linewidth=1.6, shrinkA=0, shrinkB=0,
     ))
-    ax.text(5.0, 8.4, "编码器输出", ha="center", va="bottom", fontsize=9, color="#7b4fa0")
+    ax.text(5.0, 8.4, "编码器输出", ha="center", va="bottom",
+            fontsize=9, color="#7b4fa0")
     # 图例：虚线框 = GPT 没有的子层
-    ax.text(enc_c, 11.6, "虚线框：GPT（只有解码器）\n没有的子层", ha="center", va="center",
-            fontsize=9.5, color="#555555")
+    ax.text(enc_c, 11.6, "虚线框：GPT（只有解码器）\n没有的子层",
+            ha="center", va="center", fontsize=9.5, color="#555555")
     ax.set_title("原论文的编码器—解码器结构", fontsize=12)
     return fig
 
