@@ -51,7 +51,10 @@ def test_printed_losses_and_gradients(page):
     assert f"loss = {G.AP_RNN_LOSS_6F}" in out
     assert f"loss = {G.AP_ATTN_LOSS_6F}" in out
     printed = [*G.AP_RNN_GRAD_3E.values(), *G.AP_ATTN_GRAD_3E.values()]
-    printed += [G.AP_LENGTH_SWEEP_3E[10][0], G.AP_LENGTH_SWEEP_3E[10][2], G.AP_LENGTH_SWEEP_3E[80][2]]
+    printed += [G.AP_LENGTH_SWEEP_3E[20][0], G.AP_LENGTH_SWEEP_3E[20][2], G.AP_LENGTH_SWEEP_3E[80][2]]
+    from minigpt.experiments import rnn_length_sweep
+    g10 = rnn_length_sweep(lengths=(10, 80))[10]   # 长度 10 取长度 80 那条输入的开头（与原文不同，见 test_source_numbers）
+    printed += [f"{g10[0].item():.3e}", f"{(g10[-1] / g10[0]).item():.3e}"]
     for number in printed:
         assert number in out, number
     assert re.search(rf"权重之和: {re.escape(G.AP_ATTN_WEIGHT_SUM_3F)}", out)
@@ -131,9 +134,9 @@ def test_mask_convention_and_careful_conclusion(page):
     out = _outputs(soup)
     assert "等于 torch.triu(..., diagonal=1): True" in out
     prose = _prose(soup)
-    assert "路径长度只有 1" in prose
-    assert "路径短不等于梯度大" in prose
-    assert "由模型参数、这段输入和算出来的权重共同决定" in prose
+    assert "路径长度都是 1" in prose
+    assert "路径短并不保证它大" in prose
+    assert "要看模型参数、这段输入，以及由这两者算出的权重" in prose
 
 
 def test_orders_of_magnitude_named_in_the_prose_hold():
@@ -162,3 +165,42 @@ def test_length_160_rnn_gradient_is_representable_but_its_squares_underflow_floa
     assert comp.min().item() > 0                                    # 分量不是 0，float32 存得下
     assert comp.double().pow(2).max().item() < 2.0 ** -149          # 平方后都小于 float32 最小的正数
     assert r32.grad_norms[0].item() == 0.0                          # 所以 float32 的范数是 0
+
+
+def test_last_weights_alt_text_matches_the_printed_weights(page):
+    """图 A.4 的替代文字、正文和打印的权重说的是同一件事：两个点超过平均值的两倍，其余大多在一半到一倍半之间。"""
+    from minigpt.experiments import attention_input_gradients
+
+    _, soup = page
+    alt = soup.find(id="fig-ap-last-weights").find("img")["alt"]
+    assert "没有哪个位置特别突出" not in alt
+    assert "只有两个点高出一截，超过平均值的两倍" in alt and "一半到一倍半之间" in alt
+    w = attention_input_gradients().last_token_weights
+    ratio = w * len(w)
+    assert int((ratio > 2).sum()) == 2 and int(((ratio >= 0.5) & (ratio <= 1.5)).sum()) > len(w) // 2
+    prose = _prose(soup)
+    assert f"{ratio.max().item():.1f} 倍" in prose and f"位置 {int(w.argmax())}" in prose
+
+
+def test_attention_first_position_decomposition_is_glued(page):
+    """附录末尾：位置 0 的梯度斜率、权重与 ‖o_T‖ 两个因子的斜率和 ‖o_T‖ 的首尾值都来自计算。"""
+    from minigpt.experiments import first_position_gradient_vs_length, loglog_slope
+
+    _, soup = page
+    prose = _prose(soup)
+    fp = first_position_gradient_vs_length()
+    k = loglog_slope(fp.lengths, fp.attention)
+    k_w = loglog_slope(fp.lengths, fp.attention_weight_0)
+    k_o = loglog_slope(fp.lengths, fp.attention_last_output_norm)
+    for number in (f"{k:.2f}", f"{k_w:.2f}", f"{k_o:.2f}", f"{k_w + k_o:.2f}",
+                   f"{fp.attention_last_output_norm[0]:.3f}", f"{fp.attention_last_output_norm[-1]:.3f}"):
+        assert number in prose, number
+    assert "离 -1.5 比离 -1 近" in prose and abs(k + 1.5) < abs(k + 1)
+
+
+def test_length_sweep_says_short_inputs_are_prefixes(page):
+    _, soup = page
+    prose = _prose(soup)
+    assert "只是输入变长了" not in prose
+    assert "长度 10、20、40 的序列就是它的前 10、20、40 个位置" in prose
+    assert "页面只负责" not in prose and "只能写成" not in prose

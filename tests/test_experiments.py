@@ -170,3 +170,63 @@ def test_result_dataclasses_take_keyword_arguments_only(cls):
     n_fields = len(cls.__dataclass_fields__)
     with pytest.raises(TypeError, match="positional"):
         cls(*range(n_fields))
+
+
+# ---------------------------------------------------------------- 附录：不同长度用同一条输入的开头
+
+
+def test_length_sweeps_use_prefixes_of_one_input():
+    """附录说：短序列就是最长那条输入的开头，模型参数也相同；所以长度 80 的结果与单独跑一次相同。"""
+    longest = rnn_input_gradients(80)
+    sweep = rnn_length_sweep(lengths=(10, 80))
+    assert torch.equal(sweep[80], longest.grad_norms)
+    prefix = rnn_input_gradients(10, inputs=longest.x[:, :10])
+    assert torch.equal(prefix.x, longest.x[:, :10])
+    assert torch.equal(sweep[10], prefix.grad_norms)
+    assert torch.equal(prefix.model.weight_hh_l0, longest.model.weight_hh_l0)
+    # 不给 inputs 时长度 10 另抽一条输入，末尾几个位置和长序列的开头不同（所以才要取前缀）
+    assert not torch.equal(rnn_input_gradients(10).x, longest.x[:, :10])
+
+
+def test_rnn_first_position_drops_at_least_three_orders_per_doubling():
+    """附录说：长度每翻一倍，位置 0 的梯度至少再小 3 个数量级（正文 glue 的是向下取整后的最小降幅）。"""
+    import math
+    sweep = rnn_length_sweep()
+    firsts = [sweep[n][0].item() for n in (10, 20, 40, 80)]
+    assert min(math.log10(a / b) for a, b in zip(firsts, firsts[1:])) >= 3
+
+
+def test_attention_first_position_gradient_falls_faster_than_one_over_n():
+    """附录说：注意力位置 0 的梯度按长度的双对数斜率离 −1.5 比离 −1 近；分给位置 0 的权重大致按 1/n
+    变小，末尾输出的范数也在变小（0.295 → 0.118），两个斜率之和接近梯度的斜率；160 时只缩小不到两个数量级。"""
+    from minigpt.experiments import loglog_slope
+
+    fp = first_position_gradient_vs_length()
+    k = loglog_slope(fp.lengths, fp.attention)
+    assert abs(k + 1.5) < abs(k + 1.0)
+    k_w = loglog_slope(fp.lengths, fp.attention_weight_0)
+    assert -1.25 < k_w < -0.85
+    o = fp.attention_last_output_norm
+    assert o[-1] < o[0] and f"{o[0]:.3f}" == "0.295" and f"{o[-1]:.3f}" == "0.118"
+    k_o = loglog_slope(fp.lengths, o)
+    assert k_o < 0 and abs((k_w + k_o) - k) < 0.2
+    rest = [g / (w * n) for g, w, n in zip(fp.attention, fp.attention_weight_0, o)]
+    assert max(rest) / min(rest) < 2           # 剩下的因子在各长度上变化不到 2 倍
+    assert 1 < fp.attention[0] / fp.attention[-1] < 100
+
+
+def test_loglog_slope_recovers_a_power_law():
+    from minigpt.experiments import loglog_slope
+
+    xs = [10, 20, 40, 80]
+    assert loglog_slope(xs, [3 * x ** -1.5 for x in xs]) == pytest.approx(-1.5)
+    assert loglog_slope(xs, [1 / x for x in xs]) == pytest.approx(-1.0)
+
+
+def test_last_token_weights_alt_text_claims_hold():
+    """图 A.4 的替代文字说：大多数点落在平均值（1/80）的一半到一倍半之间，只有两个点超过平均值的两倍。"""
+    w = attention_input_gradients().last_token_weights
+    ratio = w * len(w)
+    assert int((ratio > 2).sum()) == 2
+    assert ratio.max().item() < 3
+    assert int(((ratio >= 0.5) & (ratio <= 1.5)).sum()) > len(w) // 2

@@ -62,6 +62,7 @@ CASES = {
         FirstPositionVsLength(lengths=(10, 20, 40), rnn=(1e-4, 1e-9, 0.0),
                               attention=(1e-3, 5e-4, 2e-4))), 1),
     "transformer_block_diagram": (plots.transformer_block_diagram, 1),
+    "encoder_decoder_diagram": (plots.encoder_decoder_diagram, 1),
 }
 
 
@@ -102,6 +103,16 @@ def test_block_diagram_uses_the_book_terms():
     for label in ("Add & Norm", "前馈网络", "多头注意力", "因果遮蔽", "× N", "残差"):
         assert label in texts
     assert texts.count("Add & Norm") == 2
+
+
+def test_encoder_decoder_diagram_has_cross_attention_only_in_the_decoder():
+    fig = plots.encoder_decoder_diagram()
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    joined = " ".join(texts)
+    for label in ("编码器", "解码器", "交叉注意力", "因果遮蔽", "不遮蔽", "编码器输出", "× N", "softmax"):
+        assert label in joined, label
+    assert joined.count("Add & Norm") == 5   # 编码器每层 2 个，解码器每层 3 个
+    assert sum("交叉注意力" in t for t in texts) == 1
 
 
 def test_cjk_font_is_in_use(font_path):

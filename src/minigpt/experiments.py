@@ -5,7 +5,8 @@
 附录：从最后一个位置反向传播，看梯度能否传回开头。
 
 两种模型都直接用 PyTorch 自带模块（nn.RNN、nn.MultiheadAttention），种子 42，
-创建顺序与正文一致，所以 loss、梯度范数和 0.000% / 42.973% 都能复现。
+创建顺序与原文一致，所以原文打印的 loss、梯度范数和 0.000% / 42.973% 都能复现；
+比较不同长度时，书里的短序列取长序列的开头，长度 10 的数因此与原文不同。
 """
 
 import math
@@ -41,18 +42,20 @@ def rnn_input_gradients(
     hidden_dim: int = 8,
     seed: int = 42,
     dtype: torch.dtype = torch.float32,
+    inputs: torch.Tensor | None = None,
 ) -> RNNGradients:
-    """nn.RNN 只用最后一步的输出做 loss，反传后看每个输入位置的梯度
-    （见附录 RNN 与 Transformer 对比「反向：只从最后一个位置求导」）。
+    """nn.RNN 只用最后一步的输出做 loss，反传后看每个输入位置的梯度。
 
     loss = outputs[:, -1, :].pow(2).mean()。dtype 默认 float32（与正文一致）；
     传 torch.float64 时参数和输入按同样的种子生成再转换，只是算得更精确。
+    inputs：给出 [1, seq_len, input_dim] 时用它代替随机输入（比较不同长度时，
+    短序列取长序列的开头一段）；模型参数照样按种子生成。
     """
     torch.manual_seed(seed)
     model = nn.RNN(
         input_dim, hidden_dim, num_layers=1, nonlinearity="tanh", batch_first=True
     )
-    x = torch.randn(1, seq_len, input_dim)
+    x = torch.randn(1, seq_len, input_dim) if inputs is None else inputs.detach()
     model, x = model.to(dtype), x.to(dtype).requires_grad_()
     outputs, h_last = model(x)                 # [1, seq, hidden], [1, 1, hidden]
     loss = outputs[:, -1, :].pow(2).mean()
@@ -66,13 +69,16 @@ def rnn_input_gradients(
 
 def rnn_length_sweep(lengths: Sequence[int] = (10, 20, 40, 80), input_dim: int = 4,
                      hidden_dim: int = 8, seed: int = 42) -> dict[int, torch.Tensor]:
-    """同样配置的 RNN 换不同序列长度，每次都重新设种子
-    （见附录 RNN 与 Transformer 对比「序列越长，开头越“冷”」）。
+    """同样配置的 RNN 换不同序列长度，每次都重新设种子，参数因此相同。
 
+    输入只抽一次：按最长的长度抽，较短的序列取它的开头一段，
+    所以各个长度之间只差在后面接了多少个 token。
     返回 {长度: 每个位置的梯度范数 [长度]}。
     """
+    longest = rnn_input_gradients(max(lengths), input_dim, hidden_dim, seed)
     return {
-        n: rnn_input_gradients(n, input_dim, hidden_dim, seed).grad_norms
+        n: rnn_input_gradients(n, input_dim, hidden_dim, seed,
+                               inputs=longest.x[:, :n]).grad_norms
         for n in lengths
     }
 
@@ -98,16 +104,17 @@ def attention_input_gradients(
     num_heads: int = 2,
     seed: int = 42,
     dtype: torch.dtype = torch.float32,
+    inputs: torch.Tensor | None = None,
 ) -> AttentionGradients:
     """nn.MultiheadAttention（带因果遮蔽）只用最后一个位置做 loss，
-    看每个输入位置的梯度（见附录「换成注意力」）。
+    看每个输入位置的梯度。
 
     mask 由 `causal_mask` 经 `to_nn_mha_mask` 转换（True = 不许看，即上三角），
-    与正文的 torch.triu 相同。
+    与正文的 torch.triu 相同。inputs 的用法同 `rnn_input_gradients`。
     """
     torch.manual_seed(seed)
     model = nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)
-    x = torch.randn(1, seq_len, embed_dim)
+    x = torch.randn(1, seq_len, embed_dim) if inputs is None else inputs.detach()
     model, x = model.to(dtype), x.to(dtype).requires_grad_()
     attn_mask = to_nn_mha_mask(causal_mask(seq_len))  # [seq, seq]，True = 遮住
     out, weights = model(
@@ -144,13 +151,16 @@ def first_half_share(grad_norms: torch.Tensor) -> float:
 
 @dataclass(frozen=True, kw_only=True)
 class FirstPositionVsLength:
-    """不同长度下位置 0 的梯度范数
-    （见附录 RNN 与 Transformer 对比，正文之外的补充实验）。
+    """不同长度下位置 0 的梯度范数，以及注意力那一侧拆开来的两个因子
+    （见附录 RNN 与 Transformer 对比）。
     """
 
     lengths: tuple[int, ...]
     rnn: tuple[float, ...]
     attention: tuple[float, ...]
+    # 注意力：最后一个位置分给位置 0 的权重（各头平均），和最后一个位置输出向量的范数
+    attention_weight_0: tuple[float, ...] = ()
+    attention_last_output_norm: tuple[float, ...] = ()
 
 
 def first_position_gradient_vs_length(
@@ -161,29 +171,45 @@ def first_position_gradient_vs_length(
     """序列变长时，最早位置收到的梯度：RNN 按指数衰减，注意力只是被更多位置分摊
     （见附录 RNN 与 Transformer 对比）。
 
-    两种模型都用附录的配置与种子。float32 下 RNN 在长度 160 时，
-    位置 0 的梯度 x.grad 约为 1e-36，本身仍能用 float32 表示；
-    但求范数要先把各分量平方（约 1e-72），小于 float32 能表示的最小正数，
-    所以范数在 float32 下溢为 0。
+    两种模型都用附录的配置与种子；输入按最长的长度各抽一次，较短的序列取开头一段。
+    float32 下 RNN 在长度 160 时，位置 0 的梯度 x.grad 约为 1e-36，本身仍能用
+    float32 表示；但求范数要先把各分量平方（约 1e-72），小于 float32 能表示的
+    最小正数，所以范数在 float32 下溢为 0。
     """
     lengths = tuple(lengths)
+    longest = max(lengths)
+    rnn_x = rnn_input_gradients(longest, seed=seed, dtype=dtype).x
+    attn_x = attention_input_gradients(longest, seed=seed, dtype=dtype).x
     rnn = tuple(
-        rnn_input_gradients(n, seed=seed, dtype=dtype).grad_norms[0].item()
+        rnn_input_gradients(n, seed=seed, dtype=dtype, inputs=rnn_x[:, :n])
+        .grad_norms[0].item()
         for n in lengths
     )
-    attn = tuple(
-        attention_input_gradients(n, seed=seed, dtype=dtype).grad_norms[0].item()
-        for n in lengths
+    runs = [attention_input_gradients(n, seed=seed, dtype=dtype, inputs=attn_x[:, :n])
+            for n in lengths]
+    return FirstPositionVsLength(
+        lengths=lengths, rnn=rnn,
+        attention=tuple(r.grad_norms[0].item() for r in runs),
+        attention_weight_0=tuple(r.last_token_weights[0].item() for r in runs),
+        attention_last_output_norm=tuple(r.output[0, -1].norm().item() for r in runs),
     )
-    return FirstPositionVsLength(lengths=lengths, rnn=rnn, attention=attn)
+
+
+def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """log y 对 log x 的最小二乘斜率：y ≈ c·x^k 时返回 k
+    （见附录 RNN 与 Transformer 对比）。
+    """
+    lx = torch.tensor([math.log(x) for x in xs], dtype=torch.float64)
+    ly = torch.tensor([math.log(y) for y in ys], dtype=torch.float64)
+    lx, ly = lx - lx.mean(), ly - ly.mean()
+    return ((lx * ly).sum() / (lx * lx).sum()).item()
 
 
 def lstm_input_gradients(seq_len: int = 80, input_dim: int = 4,
                          hidden_dim: int = 8,
                          seed: int = 42) -> torch.Tensor:
     """把 nn.RNN 换成未训练的 nn.LSTM，其余与 `rnn_input_gradients` 相同，
-    返回每个位置的梯度范数
-    （见附录 RNN 与 Transformer 对比「注意力出现之前的办法」）。
+    返回每个位置的梯度范数。
     """
     torch.manual_seed(seed)
     model = nn.LSTM(input_dim, hidden_dim, batch_first=True)
@@ -199,8 +225,7 @@ def lstm_input_gradients(seq_len: int = 80, input_dim: int = 4,
 def residual_path_gradient(num_layers: int, norm_first: bool,
                            d_model: int = 8, num_heads: int = 2,
                            seq_len: int = 5, seed: int = 42) -> float:
-    """梯度只走残差这条路，从第 num_layers 层传回输入时还剩多少
-    （见第 6 节 Transformer Block 的组装「残差这条路，梯度走得通吗」）。
+    """梯度只走残差这条路，从第 num_layers 层传回输入时还剩多少。
 
     子层照常参与前向计算，但输出被 detach，反传时梯度只能走残差相加那条路。
     顶层收到的梯度是固定的随机方向 g；返回 ‖输入处的梯度‖ / ‖g‖。

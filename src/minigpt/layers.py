@@ -168,9 +168,7 @@ class NaiveMultiHeadAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """前馈网络：Linear 升维 → ReLU → Linear 降维，每个位置各算各的
-    （见第 5 节 FFN）。
-    """
+    """前馈网络：Linear 升维 → ReLU → Linear 降维，每个位置各算各的。"""
 
     def __init__(self, d_model: int, d_ff: int | None = None):
         super().__init__()
@@ -194,8 +192,8 @@ def feedforward_num_params(d_model: int, d_ff: int | None = None) -> int:
 
 
 class TransformerBlock(nn.Module):
-    """Post-LN Transformer Block：Attention + FFN，各带残差连接与 LayerNorm
-    （见第 6 节 Transformer Block 的组装）。
+    """Post-LN 的一层：先多头注意力、后 FFN；
+    每个子层的输出加回输入，再做 LayerNorm。
     """
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int | None = None):
@@ -208,8 +206,8 @@ class TransformerBlock(nn.Module):
     def forward(self, x: torch.Tensor,
                 mask: torch.Tensor | None = None) -> torch.Tensor:
         """x: [batch, seq, d_model] → [batch, seq, d_model]；
-        mask 原样交给注意力，FFN 不需要 mask。
+        mask 只传给注意力子层。
         """
-        x = self.norm1(x + self.attention(x, mask))  # 看上下文 + 残差 + Norm
-        x = self.norm2(x + self.ffn(x))              # 逐位置加工 + 残差 + Norm
+        x = self.norm1(x + self.attention(x, mask))  # 子层 1：多头注意力
+        x = self.norm2(x + self.ffn(x))              # 子层 2：逐位置的 FFN
         return x

@@ -287,7 +287,7 @@ def gradient_curve(grad_norms: ArrayLike, title: str, logy: bool = False) -> Fig
 
 def length_sweep(results: Mapping[int, ArrayLike]) -> Figure:
     """不同序列长度下 RNN 的梯度，横轴为相对位置，纵轴对数
-    （见附录 RNN 与 Transformer 对比「序列越长，开头越“冷”」）。
+    （见附录 RNN 与 Transformer 对比「换几种长度」）。
 
     results: {长度: 梯度范数}，即 `experiments.rnn_length_sweep` 的结果。
     """
@@ -323,7 +323,7 @@ def rnn_vs_attention(rnn_grads: ArrayLike, attn_grads: ArrayLike) -> Figure:
 
 def last_token_weights(weights: ArrayLike) -> Figure:
     """最后一个 token 对每个位置的注意力权重
-    （见附录 RNN 与 Transformer 对比「最后一个 token 看向了哪里」）。
+    （见附录 RNN 与 Transformer 对比「位置 79 把权重分给了谁」）。
     """
     w = _np(weights)
     pos = np.arange(len(w))
@@ -464,6 +464,90 @@ def transformer_block_diagram() -> Figure:
             color="#333333", linewidth=1.3)
     ax.text(1.05, 5.6, "× N", ha="right", va="center", fontsize=14)
     ax.set_title("Transformer Block（Post-LN）", fontsize=12)
+    return fig
+
+
+def _stack_box(ax, x, y, w, h, text, color, dashed=False):
+    ax.add_patch(FancyBboxPatch(
+        (x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.12",
+        facecolor=color, edgecolor="#333333", linewidth=1.2,
+        linestyle="--" if dashed else "-",
+    ))
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center",
+            fontsize=9.5, color="black")
+
+
+def encoder_decoder_diagram() -> Figure:
+    """原论文的编码器—解码器结构（自下而上），标出 GPT 只保留的那一侧
+    （见第 6 节 Transformer Block 的组装）。
+
+    左边一摞是编码器层，右边一摞是解码器层；解码器每层比编码器多一个
+    读编码器输出的交叉注意力子层。GPT 去掉编码器，也就去掉了这个子层。
+    """
+    fig, ax = plt.subplots(figsize=(7.6, 7.4), layout="constrained")
+    ax.set_xlim(0, 13)
+    ax.set_ylim(0, 13.4)
+    ax.axis("off")
+    attn, norm, ffn, cross = "#fcd9b6", "#fff3b0", "#cde4f7", "#e6d3f0"
+    w = 3.6
+    enc_x, dec_x = 1.2, 7.6
+    enc_c, dec_c = enc_x + w / 2, dec_x + w / 2
+    # 两个 × N 的灰框
+    for x0, y0, hh in ((enc_x - 0.35, 2.75, 5.1), (dec_x - 0.35, 2.75, 7.3)):
+        ax.add_patch(FancyBboxPatch(
+            (x0, y0), w + 0.7, hh, boxstyle="round,pad=0.05,rounding_size=0.25",
+            facecolor="#f4f4f4", edgecolor="#9e9e9e", linewidth=1, linestyle="--",
+        ))
+    ax.text(enc_x - 0.55, 5.3, "× N", ha="right", va="center", fontsize=13)
+    ax.text(dec_x + w + 0.55, 6.4, "× N", ha="left", va="center", fontsize=13)
+    # 编码器：源序列 → 嵌入 + 位置编码 → [自注意力, Add & Norm, FFN, Add & Norm]
+    ax.text(enc_c, 0.45, "源序列（例如待翻译的句子）",
+            ha="center", va="center", fontsize=10)
+    _stack_box(ax, enc_x, 1.2, w, 0.9, "嵌入 + 位置编码", "#e0e0e0")
+    enc = [(3.0, 1.0, "多头自注意力\n（不遮蔽）", attn),
+           (4.3, 0.6, "Add & Norm", norm),
+           (5.2, 1.0, "前馈网络（FFN）", ffn),
+           (6.5, 0.6, "Add & Norm", norm)]
+    for y, h, text, color in enc:
+        _stack_box(ax, enc_x, y, w, h, text, color)
+    for y0, y1 in ((2.1, 3.0), (4.0, 4.3), (4.9, 5.2), (6.2, 6.5)):
+        _arrow(ax, (enc_c, y0), (enc_c, y1))
+    ax.text(enc_c, 8.85, "编码器", ha="center", va="center",
+            fontsize=12, fontweight="bold")
+    # 解码器：嵌入 + 位置编码 → [遮蔽自注意力, A&N, 交叉注意力, A&N, FFN, A&N]
+    #         → 线性层 + softmax
+    ax.text(dec_c, 0.45, "已生成的目标序列",
+            ha="center", va="center", fontsize=10)
+    _stack_box(ax, dec_x, 1.2, w, 0.9, "嵌入 + 位置编码", "#e0e0e0")
+    dec = [(3.0, 1.0, "多头自注意力\n（带因果遮蔽）", attn, False),
+           (4.3, 0.6, "Add & Norm", norm, False),
+           (5.2, 1.0, "交叉注意力\n（读编码器输出）", cross, True),
+           (6.5, 0.6, "Add & Norm", norm, True),
+           (7.4, 1.0, "前馈网络（FFN）", ffn, False),
+           (8.7, 0.6, "Add & Norm", norm, False)]
+    for y, h, text, color, dashed in dec:
+        _stack_box(ax, dec_x, y, w, h, text, color, dashed)
+    for y0, y1 in ((2.1, 3.0), (4.0, 4.3), (4.9, 5.2), (6.2, 6.5),
+                   (7.1, 7.4), (8.2, 8.7), (9.3, 10.45)):
+        _arrow(ax, (dec_c, y0), (dec_c, y1))
+    _stack_box(ax, dec_x, 10.45, w, 0.8, "线性层 + softmax", "#e0e0e0")
+    _arrow(ax, (dec_c, 11.25), (dec_c, 11.9))
+    ax.text(dec_c, 12.2, "下一个 token 的概率", ha="center", va="center", fontsize=10)
+    ax.text(dec_c, 12.85, "解码器", ha="center", va="center",
+            fontsize=12, fontweight="bold")
+    # 编码器输出 → 每个解码器层的交叉注意力
+    ax.plot([enc_c, enc_c, 6.4, 6.4], [7.1, 8.25, 8.25, 5.7],
+            color="#7b4fa0", linewidth=1.6)
+    ax.add_patch(FancyArrowPatch(
+        (6.4, 5.7), (dec_x, 5.7), arrowstyle="-|>", mutation_scale=14,
+        color="#7b4fa0", linewidth=1.6, shrinkA=0, shrinkB=0,
+    ))
+    ax.text(5.0, 8.4, "编码器输出", ha="center", va="bottom",
+            fontsize=9, color="#7b4fa0")
+    # 图例：虚线框 = GPT 没有的子层
+    ax.text(enc_c, 11.6, "虚线框：GPT（只有解码器）\n没有的子层",
+            ha="center", va="center", fontsize=9.5, color="#555555")
+    ax.set_title("原论文的编码器—解码器结构", fontsize=12)
     return fig
 
 
