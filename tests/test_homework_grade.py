@@ -84,11 +84,12 @@ def test_stdout_table_has_one_row_per_submission_with_each_exercise_status(grade
     proc, _, by_name, _, _ = graded
     lines = proc.stdout.splitlines()
     header = next(line for line in lines if line.startswith("提交"))
-    assert header.split() == ["提交", "1(一)", "1(二)", "2(一)", "2(二)", "3", "通过"]
+    assert header.split() == ["提交", "1(一)", "1(二)", "2(一)", "2(二)", "3", "通过", "得分"]
     words = {"passed": "通过", "wrong": "答错", "not_attempted": "未作答", "error": "出错", "timeout": "超时"}
     for name, sub in by_name.items():
         row = next(line for line in lines if line.split() and line.split()[0] == name)
-        assert row.split()[1:] == [words[s] for s in _statuses(sub).values()] + [f"{sub['passed']}/5"]
+        assert row.split()[1:] == [words[s] for s in _statuses(sub).values()] + [
+            f"{sub['passed']}/5", f"{sub['points']}/{sub['max_points']}"]
 
 
 def test_correct_submission_passes_every_exercise(graded):
@@ -171,16 +172,39 @@ def test_unreadable_submissions_get_a_row(graded, name, exception, phrase):
     assert phrase in proc.stdout
 
 
-def test_grader_exits_nonzero_only_when_it_cannot_run(tmp_path):
-    """内核起不来（python3 的内核规格指向不存在的解释器）是批改程序自己的问题：退出码非 0，没有表格。"""
-    spec = tmp_path / "kernels" / "python3"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": ["/nonexistent/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "broken", "language": "python"}))
-    env = dict(os.environ, JUPYTER_PATH=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-m", "minigpt.grade", str(SUBMISSIONS / "correct.ipynb"), "--timeout", "5"],
-                          capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode != 0
-    assert "无法启动 Python 内核" in proc.stderr and "Traceback" not in proc.stderr
+def _run_grader(args, env_path, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PATH"] = str(env_path)
+    return subprocess.run([sys.executable, "-m", "minigpt.grade", *args], capture_output=True, text=True,
+                          env=env, timeout=300, cwd=tmp_path)
+
+
+def test_without_bubblewrap_the_grader_refuses_and_says_what_to_install(tmp_path):
+    """PATH 上没有 bwrap（就像 macOS 或没装 bubblewrap 的 Linux）：拒绝运行提交，退出码非 0，没有表格。"""
+    (tmp_path / "bin").mkdir()
+    proc = _run_grader([str(SUBMISSIONS / "correct.ipynb")], tmp_path / "bin", tmp_path)
+    assert proc.returncode == 2
+    assert "拒绝运行提交" in proc.stderr and "apt-get install bubblewrap" in proc.stderr
+    assert "--no-sandbox" in proc.stderr and "Traceback" not in proc.stderr
     assert "提交" not in proc.stdout
+
+
+def test_a_sandbox_that_cannot_start_is_refused_with_its_reason(tmp_path):
+    """bwrap 在，但建不了命名空间（这里用一个照样报错退出的假 bwrap）：同样拒绝，并转述 bwrap 的话。"""
+    fake = tmp_path / "bin" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    proc = _run_grader([str(SUBMISSIONS / "correct.ipynb")], fake.parent, tmp_path)
+    assert proc.returncode == 2
+    assert "启动不了" in proc.stderr and "No permissions to create new namespace" in proc.stderr
+    assert "提交" not in proc.stdout
+
+
+def test_no_sandbox_runs_anyway_with_one_warning(tmp_path):
+    (tmp_path / "bin").mkdir()
+    proc = _run_grader([str(SUBMISSIONS / "invalid_json.ipynb"), str(SUBMISSIONS / generate.MISSING), "--no-sandbox"],
+                       tmp_path / "bin", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("警告：--no-sandbox") == 1
+    assert "invalid_json.ipynb" in proc.stdout and "没有在沙箱里运行" in proc.stdout
