@@ -558,13 +558,15 @@ class Exercise:
 
 EXERCISES = (
     Exercise("1a", "作业 1（一）一个分数", ("score",), "check_dot_score",
-             lambda a, x: check_dot_score(a["score"], x["q"], x["k"]), points=1),
+             lambda a, x: check_dot_score(a["score"], x["q"], x["k"]),
+             points=1),
     Exercise("1b", "作业 1（二）分数矩阵", ("S",), "check_score_matrix",
              lambda a, x: check_score_matrix(a["S"], x["Q"], x["K"])),
     Exercise("2a", "作业 2（一）遮蔽矩阵", ("mask",), "check_causal_mask",
              lambda a, x: check_causal_mask(a["mask"], x["seq_len"])),
     Exercise("2b", "作业 2（二）遮蔽后的权重", ("weights",), "check_masked_weights",
-             lambda a, x: check_masked_weights(a["weights"], x["scores"], x["d_k"]), points=3),
+             lambda a, x: check_masked_weights(a["weights"], x["scores"], x["d_k"]),
+             points=3),
     Exercise("3", "作业 3 FFN 的参数量", ("w1_params", "w2_params", "total_params"),
              "check_ffn_params",
              lambda a, x: check_ffn_params(

@@ -1,16 +1,13 @@
 """答案以纯数据传回：学生内核里的探针把答案变量写成 JSON，批改程序读回并逐项核对（见「给教师」）。
 
-JSON 读的时候不会执行任何代码（不用 pickle，也不用 torch.load）。文件最多 ``MAX_ANSWER_BYTES``；
-格式哪里不对（被学生伪造、截断、太大、是符号链接或管道），就整份提交“出错”，不会通过，也不会抛出异常。
+JSON 读的时候不会执行任何代码（不用 pickle，也不用 torch.load）。答案最多 ``MAX_ANSWER_BYTES``；
+格式哪里不对（被学生伪造、截断、太大），就整份提交“出错”，不会通过，也不会抛出异常。
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import stat
-from pathlib import Path
 
 MAX_ANSWER_BYTES = 1_000_000
 MAX_ELEMENTS = 4096          # 张量、列表最多这么多个元素（作业的答案都只有几个到几十个数）
@@ -23,12 +20,19 @@ class AnswerFileError(Exception):
     """答案文件不合格（不是批改程序自己写出的样子）。"""
 
 
-# 在学生的内核里运行：把答案变量写成 JSON（只含数字、字符串、列表和张量的数据）。
+MARKER = "MINIGPT-GRADE-ANSWERS:"
+
+# 在学生的内核里运行：把答案变量写成一行 JSON（只含数字、字符串、列表和张量的数据），
+# 打印到这个单元的输出里（经内核的消息通道传给 runner，不占学生能写满的磁盘）。
 PROBE = r"""
-def __minigpt_grade_probe(__path, __names, __limit=%(limit)d):
+def __minigpt_grade_probe(__names, __limit=%(limit)d):
     import json, torch
     ok = %(dtypes)r
+    budget = [__limit * 4]          # 所有答案合起来最多这么多个元素
     def conv(v, depth=0):
+        budget[0] -= 1
+        if budget[0] < 0:
+            return {"kind": "opaque", "type": type(v).__name__[:40], "repr": "（答案太大，没有取回）"}
         if v is None:
             return {"kind": "none"}
         if v is Ellipsis:
@@ -44,9 +48,10 @@ def __minigpt_grade_probe(__path, __names, __limit=%(limit)d):
             dtype = str(v.dtype).replace("torch.", "")
             if v.device.type == "meta":
                 return {"kind": "opaque", "type": "Tensor", "repr": "meta 设备上的张量（没有数据）"}
-            if dtype not in ok or v.numel() > __limit or v.dim() > 8:
+            if dtype not in ok or v.numel() > min(__limit, budget[0]) or v.dim() > 8:
                 return {"kind": "opaque", "type": "Tensor",
                         "repr": f"tensor(形状 {tuple(v.shape)}，{dtype})"}
+            budget[0] -= v.numel()
             return {"kind": "tensor", "dtype": dtype, "shape": list(v.shape),
                     "data": v.cpu().reshape(-1).tolist()}
         if type(v) is bool:
@@ -57,7 +62,7 @@ def __minigpt_grade_probe(__path, __names, __limit=%(limit)d):
             return {"kind": "float", "value": v}
         if type(v) is str:
             return {"kind": "str", "value": v[:200]}
-        if type(v) in (list, tuple) and depth < %(depth)d and len(v) <= __limit:
+        if type(v) in (list, tuple) and depth < %(depth)d and len(v) <= min(__limit, budget[0]):
             return {"kind": type(v).__name__, "items": [conv(x, depth + 1) for x in v]}
         try:
             text = repr(v)[:80]
@@ -66,16 +71,26 @@ def __minigpt_grade_probe(__path, __names, __limit=%(limit)d):
         return {"kind": "opaque", "type": type(v).__name__[:40], "repr": text}
     g = globals()
     out = {n: (conv(g[n]) if n in g else {"kind": "missing"}) for n in __names}
-    with open(__path, "w", encoding="utf-8") as f:
-        json.dump(out, f)
-__minigpt_grade_probe(%(path)r, %(names)r)
+    print("\n" + %(marker)r + json.dumps(out), flush=True)
+__minigpt_grade_probe(%(names)r)
 del __minigpt_grade_probe
 """
 
 
-def probe_source(path: str, names: list[str]) -> str:
+def probe_source(names: list[str]) -> str:
     return PROBE % {"limit": MAX_ELEMENTS, "dtypes": sorted(DTYPES), "depth": MAX_DEPTH,
-                    "path": path, "names": list(names)}
+                    "marker": MARKER, "names": list(names)}
+
+
+def answers_from_output(text: str) -> bytes:
+    """探针单元的输出里、最后一个标记之后的那一行；太大或没有标记时抛 AnswerFileError。"""
+    at = text.rfind(MARKER)
+    if at < 0:
+        raise AnswerFileError("探针没有输出答案")
+    line = text[at + len(MARKER):].split("\n", 1)[0].encode("utf-8")
+    if len(line) > MAX_ANSWER_BYTES:
+        raise AnswerFileError(f"答案有 {len(line)} 字节，超过上限 {MAX_ANSWER_BYTES} 字节")
+    return line
 
 
 class Missing:
@@ -86,29 +101,6 @@ class Missing:
 
 
 MISSING = Missing()
-
-
-def read_capped(path: Path, limit: int = MAX_ANSWER_BYTES) -> bytes:
-    """读一个学生可能动过手脚的文件：不跟随符号链接、不在管道上卡住、最多 limit 字节。"""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise AnswerFileError("沙箱里没有写出结果文件") from None
-    except OSError as err:
-        raise AnswerFileError(f"结果文件打不开（{err.strerror or err}），可能被换成了符号链接") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise AnswerFileError("结果文件不是普通文件")
-        if info.st_size > limit:
-            raise AnswerFileError(f"结果文件有 {info.st_size} 字节，超过上限 {limit} 字节")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise AnswerFileError(f"结果文件超过上限 {limit} 字节")
-    return data
 
 
 def parse_json(data: bytes):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..homework import EXERCISES, HomeworkNotFilled, HomeworkWrong, exercise_inputs
 from . import sandbox
-from .answers import MISSING, AnswerFileError, decode_answers, parse_json, read_capped
+from .answers import MISSING, AnswerFileError, decode_answers, parse_json
 from .notebook import code_cells, read_submission
 from .results import CHECKER_ERRORS, ExerciseResult, Problem, SubmissionResult
 
@@ -133,16 +133,25 @@ def grade_submission(path: Path, limits: sandbox.Limits | None = None, *,
                 return _all_error(result, f"沙箱运行超过 {limits.wall_clock():g} 秒，已从外面结束",
                                   "WallClockTimeout")
             if outcome.returncode != 0:
+                last = (outcome.stderr.strip().splitlines() or [""])[-1][:200]
                 return _all_error(result, "批改程序在沙箱里没有正常结束（退出码 "
-                                          f"{outcome.returncode}），可能被笔记本里的代码结束了",
+                                          f"{outcome.returncode}），可能被笔记本里的代码结束了"
+                                          + (f"；它最后说：{last}" if last else ""),
                                   "RunnerDied")
             try:
-                raw = parse_json(read_capped(outcome.out_dir / "result.json"))
+                if outcome.too_big:
+                    raise AnswerFileError("沙箱交回的结果超过 "
+                                          f"{sandbox.MAX_RESULT_BYTES} 字节，已结束沙箱")
+                lines = outcome.stdout.strip().splitlines()
+                raw = parse_json(lines[-1] if lines else b"")
                 if not isinstance(raw, dict):
                     raise AnswerFileError("结果文件的格式不对")
                 if raw.get("kernel_failed"):
                     result.notes.append("kernel_failed")
                     return _all_error(result, str(raw["kernel_failed"])[:300], "KernelStartError")
+                if raw.get("runner_error"):
+                    return _all_error(result, "运行笔记本时出了意外（内核发来的消息不合规？）："
+                                              f"{str(raw['runner_error'])[:200]}", "RunnerError")
                 problems = _problems_of(raw.get("problems"), len(cells))
                 if raw.get("answers_problem"):
                     raise AnswerFileError(str(raw["answers_problem"])[:200])

@@ -18,15 +18,17 @@ import os
 import shutil
 import subprocess
 import sys
+import selectors
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 INSTALL_HINT = ("Debian/Ubuntu：sudo apt-get install bubblewrap；Fedora：sudo dnf install bubblewrap；"
                 "Arch：sudo pacman -S bubblewrap")
 BASE_UID = 62000          # 以 root 批改时，第 k 个并行的沙箱用用户号 BASE_UID + k（进程数上限按用户号计）
-OUT = "/grader-out"       # 沙箱里 runner 写结果的文件夹
+MAX_RESULT_BYTES = 2 * 2**20   # runner 从标准输出交回的结果最多这么大（答案本身最多 1 MB）
 WORKDIR = "/tmp/work"     # 沙箱里笔记本的工作目录
 
 
@@ -78,7 +80,7 @@ def _python_paths() -> list[Path]:
     return out
 
 
-def bwrap_command(out_dir: Path, limits: Limits, as_root: bool) -> list[str]:
+def bwrap_command(limits: Limits, as_root: bool) -> list[str]:
     bwrap = shutil.which("bwrap")
     cmd = [bwrap, "--die-with-parent", "--new-session",
            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -106,8 +108,7 @@ def bwrap_command(out_dir: Path, limits: Limits, as_root: bool) -> list[str]:
         cmd += ["--ro-bind", str(p), str(p)]
     cmd += ["--proc", "/proc", "--dev", "/dev",
             "--size", str(limits.disk), "--tmpfs", "/tmp",
-            "--size", str(64 * 2**20), "--tmpfs", "/dev/shm",
-            "--bind", str(out_dir), OUT, "--chdir", "/tmp"]
+            "--size", str(64 * 2**20), "--tmpfs", "/dev/shm", "--chdir", "/tmp"]
     return cmd
 
 
@@ -118,14 +119,13 @@ def unavailable() -> str | None:
                 "请在 Linux（或 Linux 虚拟机、WSL 2）上批改")
     if shutil.which("bwrap") is None:
         return f"没有找到沙箱程序 bubblewrap（命令 bwrap）。安装它：{INSTALL_HINT}"
-    with tempfile.TemporaryDirectory(prefix="minigpt-grade-check-") as tmp:
-        cmd = bwrap_command(Path(tmp), Limits(), os.getuid() == 0)
-        cmd += [sys.executable, "-c", "import nbclient, ipykernel, jupyter_client, minigpt"]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
-                                  stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as err:
-            return f"沙箱 bubblewrap 启动不了：{err}"
+    cmd = bwrap_command(Limits(), os.getuid() == 0)
+    cmd += [sys.executable, "-c", "import nbclient, ipykernel, jupyter_client, minigpt"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"沙箱 bubblewrap 启动不了：{err}"
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["（没有输出）"])[-1][:200]
         return (f"沙箱 bubblewrap 在这台机器上启动不了：{tail}。常见原因是内核不允许普通用户"
@@ -138,9 +138,9 @@ def host_pidns() -> str:
     return os.readlink("/proc/self/ns/pid")
 
 
-def runner_command(out_dir: str, workdir: str, limits: Limits, uid: int | None,
+def runner_command(workdir: str, limits: Limits, uid: int | None,
                    sandboxed: bool) -> list[str]:
-    cmd = [sys.executable, "-m", "minigpt.grading.runner", out_dir,
+    cmd = [sys.executable, "-m", "minigpt.grading.runner",
            "--timeout", f"{limits.timeout:g}", "--notebook-timeout", f"{limits.notebook_timeout:g}",
            "--memory", str(limits.memory), "--processes", str(limits.processes),
            "--disk", str(limits.disk), "--workdir", workdir]
@@ -155,8 +155,12 @@ _RUNNING: set = set()          # 正在运行的沙箱（Ctrl-C 时由 stop_all 
 _LOCK = threading.Lock()
 
 
+_STOPPING = threading.Event()  # 批改被中断：不再启动新的沙箱
+
+
 def stop_all() -> None:
-    """结束所有正在运行的沙箱（批改被中断时）。"""
+    """结束所有正在运行的沙箱，此后也不再启动新的（批改被中断时）。"""
+    _STOPPING.set()
     with _LOCK:
         for proc in list(_RUNNING):
             try:
@@ -167,47 +171,73 @@ def stop_all() -> None:
 
 @dataclass
 class RunOutcome:
-    out_dir: Path
     returncode: int | None        # None：超过 wall_clock，被从外面结束
-    stderr: str
+    stdout: bytes                 # runner 交回的结果（最多 MAX_RESULT_BYTES）
+    stderr: str                   # runner 的 stderr 的最后 2000 个字符
+    too_big: bool = False         # 标准输出超过了 MAX_RESULT_BYTES（已结束沙箱）
+
+
+def _pump(proc, deadline: float) -> tuple[bytes, bytes, bool, bool]:
+    """读 runner 的标准输出（有上限）和标准错误（只留最后 2000 字节），直到它结束或到时。"""
+    out, err = bytearray(), bytearray()
+    too_big = timed_out = False
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            for key, _ in sel.select(timeout=min(left, 1.0)):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                key.data.extend(chunk)
+                if key.data is err and len(err) > 4000:
+                    del err[:-2000]
+                if key.data is out and len(out) > MAX_RESULT_BYTES:
+                    too_big = True
+                    break
+            if too_big:
+                break
+    return bytes(out), bytes(err[-2000:]), too_big, timed_out
 
 
 def run(request: bytes, limits: Limits, slot: int, sandboxed: bool, base: Path) -> RunOutcome:
     """在沙箱（sandboxed=False 时是一个干净环境里的子进程）里跑 runner，等它结束。
 
-    base 是批改程序的临时文件夹：base/out 挂进沙箱给 runner 写结果，runner 的 stderr 写到 base/stderr.log
-    （沙箱里看不到它；学生往里灌多少都受文件大小上限约束，批改程序只读最后 2000 字节）。
+    沙箱外没有一处是沙箱里能写的：请求从标准输入送进去，结果从标准输出读回（有上限），
+    base 只在 --no-sandbox 时用作工作目录。
     """
     as_root = os.getuid() == 0
-    out_dir = base / "out"
-    out_dir.mkdir()
     if sandboxed:
         uid = BASE_UID + slot if as_root else None
-        if uid is not None:
-            os.chown(out_dir, uid, uid)
-        cmd = bwrap_command(out_dir, limits, as_root) + runner_command(
-            OUT, WORKDIR, limits, uid, True)
+        cmd = bwrap_command(limits, as_root) + runner_command(WORKDIR, limits, uid, True)
         env = None
     else:
         work = base / "work"
         work.mkdir()
-        cmd = runner_command(str(out_dir), str(work), limits, None, False)
+        cmd = runner_command(str(work), limits, None, False)
         env = clean_env(Path(sys.executable).parent)
         env["HOME"] = env["TMPDIR"] = str(base)
         for k in ("JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
             env[k] = str(base / k.lower())
-    log = base / "stderr.log"
-    with open(log, "wb") as err_file:
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=err_file, env=env, cwd=str(base),
+    with _LOCK:   # 在锁里检查并启动：stop_all 之后不会再漏网一个
+        if _STOPPING.is_set():
+            return RunOutcome(-1, b"", "批改已中断")
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env, cwd=str(base),
                                 start_new_session=True)
-    with _LOCK:
         _RUNNING.add(proc)
     try:
-        proc.communicate(request, timeout=limits.wall_clock())
-        code = proc.returncode
-    except subprocess.TimeoutExpired:
-        code = None
+        try:
+            proc.stdin.write(request)   # runner 一开始就读完标准输入
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        out, err, too_big, timed_out = _pump(proc, time.monotonic() + limits.wall_clock())
     finally:
         # 结束 runner 的进程组：沙箱里这会结束整个沙箱（bwrap 是组长）；沙箱外，
         # 学生用 setsid 另起的进程结束不了
@@ -216,9 +246,9 @@ def run(request: bytes, limits: Limits, slot: int, sandboxed: bool, base: Path) 
         except (ProcessLookupError, PermissionError):
             pass
         proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
         with _LOCK:
             _RUNNING.discard(proc)
-    with open(log, "rb") as f:
-        f.seek(max(0, log.stat().st_size - 2000))
-        tail = f.read().decode("utf-8", "replace")
-    return RunOutcome(out_dir, code, tail)
+    code = None if timed_out else proc.returncode
+    return RunOutcome(code, out, err.decode("utf-8", "replace"), too_big)
