@@ -202,7 +202,7 @@ def test_teachers_section_lists_every_sandbox_limit_with_its_flag_and_default(ho
     _, soup = homework_html
     section = soup.find(id="hw-teacher")
     table = next(t for t in section.select("table") if t.find("th").get_text(strip=True) == "选项")
-    rows = {tr.find_all("td")[0].get_text(strip=True).split()[0]: tr.find_all("td")[1].get_text(strip=True)
+    rows = {tr.find("code").get_text().split()[0]: tr.find_all("td")[1].get_text(strip=True)
             for tr in table.select("tbody tr")}
     defaults = {a.option_strings[0]: a.default for a in cli.parser()._actions if a.option_strings}
     gib = {"--memory", "--disk"}

@@ -156,8 +156,12 @@ async def run_cells(sources: list[str], workdir: Path, names: list[str],
                     if n in skip:
                         continue
                     left = notebook_timeout - spent
-                    if left <= 0:
+                    if left <= 0:   # 时限恰好用完在上一个单元结束时
                         out_of_time = True
+                        problems[n] = _problem(
+                            n + 1, "limit", "NotebookTimeout",
+                            f"{LIMIT_TEXT['notebook_timeout']}（--notebook-timeout "
+                            f"{notebook_timeout:g} 秒），从这个单元起不再运行")
                         break
                     client.timeout = max(1, math.ceil(min(timeout, left)))  # nbclient 只收整数秒
                     began = time.monotonic()
