@@ -403,6 +403,7 @@ def test_csv_has_a_bom_an_id_column_points_per_exercise_total_and_status(graded)
 
 # ---------------------------------------------------------------- 中断与 --resume
 
+@pytest.mark.kernel
 def test_an_interrupted_run_keeps_a_valid_report_and_resume_finishes_it(tmp_path):
     """第一份（坏的 JSON，不用内核）写进报告之后按 Ctrl-C；第二份是死循环，--timeout 60 保证那时它还在运行。
     报告仍是合法的 JSON、留着第一份；--resume 沿用第一份（结束时刻不变），批改其余的。"""
