@@ -27,11 +27,12 @@ html: setup
 	fi
 
 # 全部测试：单元测试、失败样例书、过期输出测试，以及从全新 Sphinx 环境构建整本书
-# 测试还要构建 PDF、驱动浏览器：以 root 运行时缺的 Debian 包（TeX、中文字体、chromium）会被装上，
+# 测试还要构建 PDF、驱动浏览器、在沙箱里批改作业：以 root 运行时缺的 Debian 包（TeX、中文字体、chromium、bubblewrap）会被装上，
 # 否则停下来并列出要装的包
 test: setup
 	@tools/system_deps.sh install pdf
 	@tools/system_deps.sh install browser
+	@tools/system_deps.sh install grade
 	$(PY) -m pytest
 
 # 编辑—测试循环用的快速测试：不构建书、不启动内核、不建虚拟环境的那部分（一分钟以内）
@@ -54,6 +55,7 @@ pdf: setup
 # 基准（不是测试）：冷构建、空操作重建，以及从保存到页面写到磁盘上的时间（改一段文字、改一个代码单元）
 bench: setup
 	$(PY) tools/bench.py
+	$(PY) tools/bench_grade.py
 
 # 刷新锁：在全新的虚拟环境里按 requirements.txt 解析，写出 requirements.lock（改了 requirements.txt 之后运行）
 lock:

@@ -1,16 +1,23 @@
 """批改程序 python -m minigpt.grade，用 tests/fixtures/submissions/ 里的样例提交（由同目录的 generate.py 生成）。
 
-批改程序只跑一次（整个模块共用）：全部样例 + 一个不存在的文件，--timeout 4（死循环的那份 4 秒后被结束）。
+批改程序只跑一次（整个模块共用）：全部样例 + 一个不存在的文件，--jobs 2 --timeout 4 --notebook-timeout 10
+--disk 0.25（死循环的那份 4 秒后被结束；写 2 GiB 的那份在 256 MiB 处被挡住）。运行前，测试在宿主上放好恶意样例要找的东西：
+/tmp 里的一个文件、一个环境变量、127.0.0.1 上的一个监听端口；运行后从沙箱外核对它们都没有被碰到。
 每个测试核对一种情况的结果；提交文件在批改前后逐字节相同、修改时间不变。
+沙箱起不来的机器上（没有 bubblewrap、不能建命名空间），要沙箱的测试跳过并写明原因。
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import re
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +29,7 @@ from conftest import REPO
 
 SUBMISSIONS = REPO / "tests" / "fixtures" / "submissions"
 TIMEOUT = 4
+NOTEBOOK_TIMEOUT = 10
 KEYS = ["1a", "1b", "2a", "2b", "3"]
 
 _spec = importlib.util.spec_from_file_location("generate_submissions", SUBMISSIONS / "generate.py")
@@ -29,23 +37,77 @@ generate = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(generate)
 
 
+def _sandbox_or_skip():
+    from minigpt.grading import sandbox
+
+    reason = sandbox.unavailable()
+    if reason:
+        pytest.skip(f"这台机器上沙箱起不来，批改程序会拒绝运行：{reason}")
+
+
 def _fingerprint(paths):
     return {p.name: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns) for p in paths}
 
 
+def _package_files():
+    import minigpt
+
+    root = Path(minigpt.__file__).parent
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+
+
+def _leftover_processes():
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        found += [cmd for marker in generate.LEFTOVER if marker in cmd]
+    return found
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
+    _sandbox_or_skip()
     files = sorted(SUBMISSIONS.glob("*.ipynb"))
     before = _fingerprint(files)
-    report = tmp_path_factory.mktemp("grade") / "report.json"
+    package_before = _package_files()
+    out = tmp_path_factory.mktemp("grade")
+    report, gradebook = out / "report.json", out / "grades.csv"
+    secret = Path(generate.SECRET_FILE)
+    secret.write_text("老师的秘密", encoding="utf-8")
+    for f in generate.ESCAPE_FILES:
+        Path(f).unlink(missing_ok=True)
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # 别的工作区同时跑这个测试也能监听
+    listener.bind(("127.0.0.1", generate.LISTEN_PORT))
+    listener.listen(8)
+    listener.setblocking(False)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "minigpt.grade", *map(str, files), str(SUBMISSIONS / generate.MISSING),
-         "--json", str(report), "--timeout", str(TIMEOUT)],
-        capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path_factory.mktemp("cwd"))
+    env[generate.SECRET_ENV] = "s3cret"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "minigpt.grade", *map(str, files), str(SUBMISSIONS / generate.MISSING),
+             "--json", str(report), "--csv", str(gradebook), "--jobs", "2", "--timeout", str(TIMEOUT),
+             "--notebook-timeout", str(NOTEBOOK_TIMEOUT), "--disk", "0.25"],
+            capture_output=True, text=True, timeout=1500, env=env, cwd=tmp_path_factory.mktemp("cwd"))
+        try:
+            conn, _ = listener.accept()
+            conn.close()
+            connected = True
+        except BlockingIOError:
+            connected = False
+    finally:
+        listener.close()
+    escaped = [f for f in generate.ESCAPE_FILES if Path(f).exists()]
     data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else None
     by_name = {Path(s["path"]).name: s for s in data["submissions"]} if data else {}
-    return proc, data, by_name, before, _fingerprint(files)
+    effects = {"connected": connected, "escaped": escaped, "leftover": _leftover_processes(),
+               "package_changed": _package_files() != package_before,
+               "csv": gradebook.read_bytes() if gradebook.exists() else None}
+    return proc, data, by_name, before, _fingerprint(files), effects
 
 
 def _statuses(sub) -> dict[str, str]:
@@ -67,7 +129,7 @@ def test_committed_fixtures_are_what_the_generator_makes():
 
 
 def test_grader_exits_zero_and_reports_every_submission(graded):
-    proc, data, by_name, _, _ = graded
+    proc, data, by_name, *_ = graded
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stdout + proc.stderr
     expected = {p.name for p in SUBMISSIONS.glob("*.ipynb")} | {generate.MISSING}
@@ -76,19 +138,20 @@ def test_grader_exits_zero_and_reports_every_submission(graded):
 
 
 def test_submissions_are_never_modified(graded):
-    _, _, _, before, after = graded
+    _, _, _, before, after, _ = graded
     assert before == after
 
 
 def test_stdout_table_has_one_row_per_submission_with_each_exercise_status(graded):
-    proc, _, by_name, _, _ = graded
+    proc, _, by_name, *_ = graded
     lines = proc.stdout.splitlines()
     header = next(line for line in lines if line.startswith("提交"))
-    assert header.split() == ["提交", "1(一)", "1(二)", "2(一)", "2(二)", "3", "通过"]
+    assert header.split() == ["提交", "1(一)", "1(二)", "2(一)", "2(二)", "3", "通过", "得分"]
     words = {"passed": "通过", "wrong": "答错", "not_attempted": "未作答", "error": "出错", "timeout": "超时"}
     for name, sub in by_name.items():
         row = next(line for line in lines if line.split() and line.split()[0] == name)
-        assert row.split()[1:] == [words[s] for s in _statuses(sub).values()] + [f"{sub['passed']}/5"]
+        assert row.split()[1:] == [words[s] for s in _statuses(sub).values()] + [
+            f"{sub['passed']}/5", f"{sub['points']}/{sub['max_points']}"]
 
 
 def test_correct_submission_passes_every_exercise(graded):
@@ -163,7 +226,7 @@ def test_deleted_answer_variables_are_not_attempted(graded):
     (generate.MISSING, "FileNotFoundError", "文件不存在"),
 ])
 def test_unreadable_submissions_get_a_row(graded, name, exception, phrase):
-    proc, _, by_name, _, _ = graded
+    proc, _, by_name, *_ = graded
     sub = by_name[name]
     assert sub["graded"] is False and phrase in sub["problem"]
     assert {e["status"] for e in sub["exercises"].values()} == {"error"}
@@ -171,16 +234,213 @@ def test_unreadable_submissions_get_a_row(graded, name, exception, phrase):
     assert phrase in proc.stdout
 
 
-def test_grader_exits_nonzero_only_when_it_cannot_run(tmp_path):
-    """内核起不来（python3 的内核规格指向不存在的解释器）是批改程序自己的问题：退出码非 0，没有表格。"""
-    spec = tmp_path / "kernels" / "python3"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": ["/nonexistent/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "broken", "language": "python"}))
-    env = dict(os.environ, JUPYTER_PATH=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-m", "minigpt.grade", str(SUBMISSIONS / "correct.ipynb"), "--timeout", "5"],
-                          capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode != 0
-    assert "无法启动 Python 内核" in proc.stderr and "Traceback" not in proc.stderr
+def _run_grader(args, env_path, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PATH"] = str(env_path)
+    return subprocess.run([sys.executable, "-m", "minigpt.grade", *args], capture_output=True, text=True,
+                          env=env, timeout=300, cwd=tmp_path)
+
+
+def test_without_bubblewrap_the_grader_refuses_and_says_what_to_install(tmp_path):
+    """PATH 上没有 bwrap（就像 macOS 或没装 bubblewrap 的 Linux）：拒绝运行提交，退出码非 0，没有表格。"""
+    (tmp_path / "bin").mkdir()
+    proc = _run_grader([str(SUBMISSIONS / "correct.ipynb")], tmp_path / "bin", tmp_path)
+    assert proc.returncode == 2
+    assert "拒绝运行提交" in proc.stderr and "apt-get install bubblewrap" in proc.stderr
+    assert "--no-sandbox" in proc.stderr and "Traceback" not in proc.stderr
     assert "提交" not in proc.stdout
+
+
+def test_a_sandbox_that_cannot_start_is_refused_with_its_reason(tmp_path):
+    """bwrap 在，但建不了命名空间（这里用一个照样报错退出的假 bwrap）：同样拒绝，并转述 bwrap 的话。"""
+    fake = tmp_path / "bin" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    proc = _run_grader([str(SUBMISSIONS / "correct.ipynb")], fake.parent, tmp_path)
+    assert proc.returncode == 2
+    assert "启动不了" in proc.stderr and "No permissions to create new namespace" in proc.stderr
+    assert "提交" not in proc.stdout
+
+
+def test_no_sandbox_runs_anyway_with_one_warning(tmp_path):
+    (tmp_path / "bin").mkdir()
+    proc = _run_grader([str(SUBMISSIONS / "invalid_json.ipynb"), str(SUBMISSIONS / generate.MISSING), "--no-sandbox"],
+                       tmp_path / "bin", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("警告：--no-sandbox") == 1
+    assert "invalid_json.ipynb" in proc.stdout and "没有在沙箱里运行" in proc.stdout
+
+
+# ---------------------------------------------------------------- 各种保存方式
+
+SHAPES = ["shape_code_cell_first", "shape_nbformat44_no_ids", "shape_colab", "shape_jupyterlab_outputs",
+          "shape_extra_cells", "shape_moved_cells"]
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_every_notebook_shape_with_right_answers_gets_full_marks(graded, name):
+    sub = graded[2][f"{name}.ipynb"]
+    assert sub["graded"] and _statuses(sub) == dict.fromkeys(KEYS, "passed"), sub
+    assert sub["points"] == sub["max_points"] == 10 and sub["cell_problems"] == []
+
+
+def test_shapes_are_what_they_claim_to_be():
+    raw = {n: json.loads((SUBMISSIONS / f"{n}.ipynb").read_text(encoding="utf-8")) for n in SHAPES}
+    assert raw["shape_code_cell_first"]["cells"][0]["cell_type"] == "code"
+    assert raw["shape_nbformat44_no_ids"]["nbformat_minor"] == 4
+    assert not any("id" in c for c in raw["shape_nbformat44_no_ids"]["cells"])
+    assert raw["shape_colab"]["nbformat_minor"] == 0 and "colab" in raw["shape_colab"]["metadata"]
+    outputs = [o for c in raw["shape_jupyterlab_outputs"]["cells"] for o in c.get("outputs", [])]
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    order = [t for c in raw["shape_moved_cells"]["cells"] for t in c.get("metadata", {}).get("tags", [])
+             if t.startswith("hw-starter-")]
+    assert order != sorted(order)
+
+
+# ---------------------------------------------------------------- 恶意的提交
+
+# 名字 → (最后一个单元记下的问题种类, 异常类型, 说明里的字样)
+ATTACKS = {
+    "hostile_read_outside": ("error", "FileNotFoundError", generate.SECRET_FILE),
+    "hostile_list_submissions": ("error", "FileNotFoundError", "没有找到别的提交"),
+    "hostile_write_outside": ("error", "FileNotFoundError", "/var/tmp"),
+    "hostile_write_package": ("error", "OSError", "Read-only file system"),
+    "hostile_connect_loopback": ("error", "ConnectionRefusedError", "Connection refused"),
+    "hostile_read_env": ("error", "KeyError", generate.SECRET_ENV),
+    "hostile_memory_3gib": ("limit", "MemoryError", "超出内存上限（2 GiB）"),
+    "hostile_processes_300": ("limit", "BlockingIOError", "超出进程数上限（256 个）"),
+    "hostile_disk_2gib": ("limit", "OSError", "超出文件大小或磁盘上限（0.25 GiB）"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_each_attack_is_stopped_reported_and_the_submission_still_graded(graded, name):
+    """答案都对，最后一个单元做坏事；坏事成了就会把作业 3 改错。所以：满分，且那个单元的异常或上限记在报告里。"""
+    proc, _, by_name, *_ = graded
+    sub = by_name[f"{name}.ipynb"]
+    assert sub["graded"] and _statuses(sub) == dict.fromkeys(KEYS, "passed"), sub
+    last = len([c for c in nbformat.read(SUBMISSIONS / f"{name}.ipynb", as_version=4).cells if c.cell_type == "code"])
+    kind, exception, phrase = ATTACKS[name]
+    problem = next(p for p in sub["cell_problems"] if p["cell"] == last)
+    assert (problem["kind"], problem["exception"]) == (kind, exception)
+    assert phrase in problem["message"]
+    details = proc.stdout.split("\n详情", 1)[1]
+    block = details.split(f"\n{name}.ipynb\n", 1)[1].split("\n")[0]
+    assert f"代码单元 {last}：{exception}" in block
+
+
+def test_no_attack_has_any_effect_outside_the_sandbox(graded):
+    effects = graded[5]
+    assert effects["connected"] is False, "有进程连上了测试在宿主 127.0.0.1 上的监听端口"
+    assert effects["escaped"] == [], effects["escaped"]
+    assert effects["package_changed"] is False, "minigpt 包里的文件变了"
+    assert effects["leftover"] == [], effects["leftover"]
+
+
+def test_processes_left_running_are_ended_and_reported(graded):
+    sub = graded[2]["hostile_leave_process.ipynb"]
+    assert _statuses(sub) == dict.fromkeys(KEYS, "passed")
+    assert any(re.search(r"还留着 \d+ 个进程，已随沙箱全部结束", n) for n in sub["notes"]), sub["notes"]
+    assert graded[5]["leftover"] == []
+
+
+@pytest.mark.parametrize("name,phrase", [
+    ("hostile_forged_answers", "答案文件里的变量与题目不符"),
+    ("hostile_oversized_answers", "超过上限 1000000 字节"),
+])
+def test_forged_or_oversized_answer_files_are_errors_never_passes(graded, name, phrase):
+    proc, _, by_name, *_ = graded
+    sub = by_name[f"{name}.ipynb"]
+    assert _statuses(sub) == dict.fromkeys(KEYS, "error") and sub["points"] == 0
+    assert "答案文件不合格" in sub["problem"] and phrase in sub["problem"]
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_many_short_cells_past_the_notebook_timeout_are_stopped(graded):
+    """30 个各睡 0.5 秒的单元插在作业 1（一）之后：合计超过 --notebook-timeout 10 秒，其后的题都是“超时”。"""
+    sub = graded[2]["hostile_sleep_many_cells.ipynb"]
+    assert sub["graded"]
+    assert _statuses(sub) == {"1a": "passed", "1b": "timeout", "2a": "timeout", "2b": "timeout", "3": "timeout"}
+    hit = [p for p in sub["cell_problems"] if p["kind"] == "limit"]
+    assert len(hit) == 1 and hit[0]["exception"] == "NotebookTimeout"
+    assert f"--notebook-timeout {NOTEBOOK_TIMEOUT}" in hit[0]["message"]
+    sleeps = [i + 1 for i, c in enumerate(c for c in nbformat.read(SUBMISSIONS / "hostile_sleep_many_cells.ipynb",
+                                                                   as_version=4).cells if c.cell_type == "code")
+              if c.source == generate.SLEEP_CELL]
+    # 每个单元睡 0.5 秒：至少睡过了 NOTEBOOK_TIMEOUT 个（半个时限）才停，而且停在某个 sleep 单元上
+    assert hit[0]["cell"] in sleeps[NOTEBOOK_TIMEOUT:]
+
+
+# ---------------------------------------------------------------- --jobs、--csv
+
+def test_jobs_2_grades_two_submissions_at_the_same_time(graded):
+    subs = [s for s in graded[1]["submissions"] if s["graded"]]
+    spans = sorted((s["started"], s["finished"]) for s in subs)
+    overlapping = sum(1 for a, b in zip(spans, spans[1:]) if b[0] < a[1])
+    assert overlapping >= len(spans) // 2, spans
+
+
+def test_csv_has_a_bom_an_id_column_points_per_exercise_total_and_status(graded):
+    from minigpt.homework import EXERCISES
+
+    _, _, by_name, *_ = graded
+    raw = graded[5]["csv"]
+    assert raw.startswith("\ufeff".encode("utf-8"))
+    rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
+    assert rows[0] == ["学号"] + [f"{h}（{e.points} 分）" for h, e in zip(
+        ["1(一)", "1(二)", "2(一)", "2(二)", "3"], EXERCISES)] + ["总分（10 分）", "状态"]
+    body = {r[0]: r for r in rows[1:]}
+    assert set(body) == {Path(n).stem for n in by_name}
+    assert body["correct"][1:] == [str(e.points) for e in EXERCISES] + ["10", "已批改"]
+    assert body["placeholders"][1:-1] == ["0"] * 6
+    for name, sub in by_name.items():
+        row = body[Path(name).stem]
+        assert int(row[-2]) == sub["points"] == sum(map(int, row[1:-2]))
+    assert body["no_such_student"][-1].startswith("无法批改：文件不存在")
+    assert body["hostile_memory_3gib"][-1] == "已批改（碰到资源上限）"
+
+
+# ---------------------------------------------------------------- 中断与 --resume
+
+@pytest.mark.kernel
+def test_an_interrupted_run_keeps_a_valid_report_and_resume_finishes_it(tmp_path):
+    """第一份（坏的 JSON，不用内核）写进报告之后按 Ctrl-C；第二份是死循环，--timeout 60 保证那时它还在运行。
+    报告仍是合法的 JSON、留着第一份；--resume 沿用第一份（结束时刻不变），批改其余的。"""
+    _sandbox_or_skip()
+    report = tmp_path / "report.json"
+    files = [str(SUBMISSIONS / n) for n in ("invalid_json.ipynb", "infinite_loop.ipynb", "placeholders.ipynb")]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    base = [sys.executable, "-m", "minigpt.grade", *files, "--json", str(report), "--jobs", "1"]
+    proc = subprocess.Popen(base + ["--timeout", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=tmp_path)
+    try:
+        while proc.poll() is None:   # 等报告里出现第一份
+            try:
+                if json.loads(report.read_text(encoding="utf-8"))["submissions"]:
+                    break
+            except (OSError, ValueError):
+                pass
+            try:
+                proc.wait(timeout=0.1)
+            except subprocess.TimeoutExpired:
+                pass
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "批改被中断：完成了 1/3 份" in err and "--resume" in err and "Traceback" not in err
+    first = json.loads(report.read_text(encoding="utf-8"))
+    assert [Path(s["path"]).name for s in first["submissions"]] == ["invalid_json.ipynb"]
+
+    again = subprocess.run(base + ["--timeout", str(TIMEOUT), "--resume"], capture_output=True, text=True,
+                           env=env, cwd=tmp_path, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert "1 份沿用" in again.stderr and "2 份要批改" in again.stderr
+    done = json.loads(report.read_text(encoding="utf-8"))["submissions"]
+    assert [Path(s["path"]).name for s in done] == [Path(f).name for f in files]
+    assert done[0] == first["submissions"][0]
+    assert done[1]["exercises"]["1b"]["status"] == "timeout"
+    assert {e["status"] for e in done[2]["exercises"].values()} == {"not_attempted"}

@@ -193,10 +193,43 @@ def test_teachers_section_explains_handing_out_collecting_and_grading(homework_h
     section = soup.find(id="hw-teacher")
     assert section is not None and section.find("h2").get_text(strip=True).startswith("给教师")
     text = section.get_text(" ", strip=True)
-    for must in ("minigpt-homework.zip", "python -m minigpt.grade", "--json", "--timeout", "退出码"):
+    for must in ("minigpt-homework.zip", "python -m minigpt.grade", "--json", "--timeout", "退出码",
+                 "bubblewrap", "--no-sandbox", "--csv", "--resume", "--jobs", "学号", "BOM"):
         assert must in text, must
-    rows = [tr.find("td").get_text(strip=True) for tr in section.select("tbody tr")]
-    assert rows == ["通过", "答错", "未作答", "出错", "超时"]
+    tables = {tuple(th.get_text(strip=True) for th in t.select("thead th")): t for t in section.select("table")}
+    status = tables[("结果", "含义")]
+    assert [tr.find("td").get_text(strip=True) for tr in status.select("tbody tr")] == ["通过", "答错", "未作答", "出错", "超时"]
+
+
+@pytest.mark.book
+def test_teachers_section_lists_every_sandbox_limit_with_its_flag_and_default(homework_html):
+    from minigpt.grading import cli
+
+    _, soup = homework_html
+    section = soup.find(id="hw-teacher")
+    table = next(t for t in section.select("table") if t.find("th").get_text(strip=True) == "选项")
+    rows = {tr.find("code").get_text().split()[0]: tr.find_all("td")[1].get_text(strip=True)
+            for tr in table.select("tbody tr")}
+    defaults = {a.option_strings[0]: a.default for a in cli.parser()._actions if a.option_strings}
+    gib = {"--memory", "--disk"}
+    for flag, shown in rows.items():
+        if flag == "--jobs":
+            assert shown == "CPU 数"
+            continue
+        value = defaults[flag] / 2**30 if flag in gib else defaults[flag]
+        assert float(shown) == value, (flag, shown, value)
+    assert set(rows) == {"--timeout", "--notebook-timeout", "--memory", "--processes", "--disk", "--jobs"}
+
+
+@pytest.mark.book
+def test_teachers_section_prints_the_points_of_every_sub_exercise(homework_html):
+    from minigpt.homework import EXERCISES
+
+    _, soup = homework_html
+    section = soup.find(id="hw-teacher")
+    table = next(t for t in section.select("table") if t.find("th").get_text(strip=True) == "小题")
+    cells = [td.get_text(strip=True) for td in table.select("tbody tr td")]
+    assert cells == ["分值"] + [str(e.points) for e in EXERCISES] + [str(sum(e.points for e in EXERCISES))]
 
 
 @pytest.mark.book

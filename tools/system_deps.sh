@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # 检查（可选：安装）本书构建所需的 Debian 软件包。
-#   tools/system_deps.sh check   html|pdf|browser   缺什么就打印确切的 apt-get 命令并以 1 退出
-#   tools/system_deps.sh install html|pdf|browser   缺什么就用 apt-get 装（需要 root）
+#   tools/system_deps.sh check   html|pdf|browser|grade   缺什么就打印确切的 apt-get 命令并以 1 退出
+#   tools/system_deps.sh install html|pdf|browser|grade   缺什么就用 apt-get 装（需要 root）
 set -euo pipefail
-mode=${1:?用法: system_deps.sh check|install html|pdf|browser}
-what=${2:?用法: system_deps.sh check|install html|pdf|browser}
+mode=${1:?用法: system_deps.sh check|install html|pdf|browser|grade}
+what=${2:?用法: system_deps.sh check|install html|pdf|browser|grade}
 
 # 每一项：<用来判断是否已装的文件或命令> <提供它的 Debian 包>
 case "$what" in
@@ -22,7 +22,9 @@ case "$what" in
                   "/usr/share/texlive/texmf-dist/fonts/tfm/adobe/zapfding/pzdr.tfm texlive-fonts-recommended"
                   "pdftotext poppler-utils" "pdftohtml poppler-utils") ;;
   browser) needs=("chromium chromium") ;;
-  *) echo "未知的目标: $what（应为 html、pdf 或 browser）" >&2; exit 2 ;;
+  # 批改作业的沙箱（src/minigpt/grading/sandbox.py）；tests/test_homework_grade.py 用它运行恶意的样例提交
+  grade)   needs=("bwrap bubblewrap") ;;
+  *) echo "未知的目标: $what（应为 html、pdf、browser 或 grade）" >&2; exit 2 ;;
 esac
 
 missing=()

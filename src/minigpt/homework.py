@@ -806,19 +806,22 @@ class Exercise:
     checker: str                  # 检查函数名（批改时判定未作答的单元要找它的调用）
     # run(答案, 题目数据) → 通过时的消息；答错、没填时抛出检查器的异常
     run: Callable[[dict, dict], str]
+    points: int = 2               # 这道小题的分数（批改表、CSV 和作业页都用它）
 
 
 EXERCISES = (
     Exercise("1a", "作业 1（一）一个分数", ("score",), "check_dot_score",
              lambda a, x: check_dot_score.judge(
-                 a["score"], x["q"], x["k"], x["Q"], x["K"])),
+                 a["score"], x["q"], x["k"], x["Q"], x["K"]),
+             points=1),
     Exercise("1b", "作业 1（二）分数矩阵", ("S",), "check_score_matrix",
              lambda a, x: check_score_matrix.judge(a["S"], x["Q"], x["K"])),
     Exercise("2a", "作业 2（一）遮蔽矩阵", ("mask",), "check_causal_mask",
              lambda a, x: check_causal_mask.judge(a["mask"], x["seq_len"])),
     Exercise("2b", "作业 2（二）遮蔽后的权重", ("weights",), "check_masked_weights",
              lambda a, x: check_masked_weights.judge(
-                 a["weights"], x["scores"], x["d_k"])),
+                 a["weights"], x["scores"], x["d_k"]),
+             points=3),
     Exercise("3", "作业 3 FFN 的参数个数", ("w1_params", "w2_params", "total_params"),
              "check_ffn_params",
              lambda a, x: check_ffn_params.judge(

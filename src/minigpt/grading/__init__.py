@@ -1,0 +1,22 @@
+"""批改作业（见「作业」一节的「给教师」）：``python -m minigpt.grade 提交.ipynb …``。
+
+每份提交关在自己的 bubblewrap 沙箱里，从头运行；答案以纯数据（JSON）传回，批改程序自己判分。
+一个模块一件事：
+
+- ``notebook``：读提交（只读不写；各种保存方式都接受）；
+- ``sandbox``：沙箱（bubblewrap 的命令行、干净的环境变量、沙箱能不能用）；
+- ``runner``：沙箱里运行笔记本的程序（资源上限、换内核、探针、结束留下的进程）；
+- ``answers``：答案的纯数据格式（探针写、批改程序核对着读）；
+- ``judge``：判分（用 ``minigpt.homework`` 的检查器）；
+- ``results``：结果的数据；``report``：表、JSON、CSV；``cli``：命令行。
+"""
+
+from .judge import grade_submission
+from .results import ExerciseResult, Problem, SubmissionResult
+
+__all__ = ["grade_submission", "ExerciseResult", "Problem", "SubmissionResult", "main"]
+
+
+def main(argv=None) -> int:
+    from .cli import main as _main
+    return _main(argv)

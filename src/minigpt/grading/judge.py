@@ -1,0 +1,177 @@
+"""判分：读笔记本、在沙箱里运行、读回纯数据的答案，在批改程序自己的进程里用本包的检查器判定。"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from ..homework import EXERCISES, HomeworkNotFilled, HomeworkWrong, exercise_inputs
+from . import sandbox
+from .answers import MISSING, AnswerFileError, decode_answers, parse_json
+from .notebook import code_cells, read_submission
+from .results import CHECKER_ERRORS, ExerciseResult, Problem, SubmissionResult
+
+ANSWER_NAMES = sorted({n for e in EXERCISES for n in e.answers})
+
+
+def _anchor(cells: list[dict], exercise) -> int | None:
+    """这道题的初始代码在第几个代码单元（从 0 数）：优先按标签 hw-starter-<key>，
+    其次按检查器调用，再次按给答案变量赋值的单元。
+    """
+    for n, cell in enumerate(cells):
+        if f"hw-starter-{exercise.key}" in (cell["metadata"].get("tags") or []):
+            return n
+    found = None
+    for n, cell in enumerate(cells):
+        if f"{exercise.checker}(" in cell["source"]:
+            found = n
+    if found is None:
+        names = "|".join(map(re.escape, exercise.answers))
+        pattern = re.compile(r"^\s*(" + names + r")\s*=", re.M)
+        for n, cell in enumerate(cells):
+            if pattern.search(cell["source"]):
+                found = n
+    return found
+
+
+def _judge(exercise, answers: dict, inputs: dict, problems: dict[int, Problem],
+           anchor: int | None) -> ExerciseResult:
+    mine = {n: answers[n] for n in exercise.answers}
+    empty = [n for n, v in mine.items() if v is MISSING]
+    unfilled = all(v is None or v is Ellipsis or v is MISSING for v in mine.values())
+    if empty or unfilled:
+        relevant = [p for n, p in problems.items()
+                    if (anchor is None or n <= anchor)
+                    and not (p.kind == "error" and p.exception in CHECKER_ERRORS)]
+        if relevant:
+            at_anchor = [p for p in relevant if anchor is not None and p.cell == anchor + 1]
+            p = at_anchor[0] if at_anchor else max(relevant, key=lambda p: p.cell)
+            status = "timeout" if p.kind == "timeout" or p.exception == "NotebookTimeout" \
+                else "error"
+            what = {"timeout": "超时", "crash": "内核崩溃", "not_run": "没有运行",
+                    "limit": "碰到上限"}.get(p.kind, "异常")
+            return ExerciseResult(exercise.key, exercise.title, status,
+                                  f"代码单元 {p.cell} {what}：{p.exception or ''} "
+                                  f"{p.message}".strip(),
+                                  p.exception, p.cell)
+        if empty:
+            return ExerciseResult(exercise.key, exercise.title, "not_attempted",
+                                  f"运行结束时没有变量 {'、'.join(empty)}（被删除了，"
+                                  "或者从来没有定义）")
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink):
+            message = exercise.run(mine, inputs)
+    except HomeworkNotFilled as err:
+        return ExerciseResult(exercise.key, exercise.title, "not_attempted", str(err))
+    except HomeworkWrong as err:
+        return ExerciseResult(exercise.key, exercise.title, "wrong", str(err))
+    except Exception as err:  # 检查器本不该抛别的异常；万一抛了，也只影响这一格
+        name = type(err).__name__
+        return ExerciseResult(exercise.key, exercise.title, "error",
+                              f"检查器出错：{name}: {err}", name)
+    return ExerciseResult(exercise.key, exercise.title, "passed", message)
+
+
+def _all_error(result: SubmissionResult, message: str, ename: str) -> SubmissionResult:
+    result.problem = message
+    result.exercises = [ExerciseResult(e.key, e.title, "error", message, ename)
+                        for e in EXERCISES]
+    return result
+
+
+def _problems_of(raw, n_cells: int) -> dict[int, Problem]:
+    """runner 写的单元问题：核对格式（学生可能动过它），不合格就抛 AnswerFileError。"""
+    if not isinstance(raw, list) or len(raw) > n_cells + 1:
+        raise AnswerFileError("单元问题的格式不对")
+    out = {}
+    for item in raw:
+        try:
+            p = Problem(int(item["cell"]), str(item["kind"]),
+                        None if item["exception"] is None else str(item["exception"])[:80],
+                        str(item["message"])[:300])
+        except (KeyError, TypeError, ValueError):
+            raise AnswerFileError("单元问题的格式不对") from None
+        if not 1 <= p.cell <= n_cells or p.kind not in (
+                "error", "timeout", "crash", "not_run", "limit"):
+            raise AnswerFileError("单元问题的格式不对")
+        out[p.cell - 1] = p
+    return out
+
+
+class KernelFailed(Exception):
+    """内核在学生的代码运行之前就起不来：是批改程序的问题。"""
+
+
+def grade_submission(path: Path, limits: sandbox.Limits | None = None, *,
+                     sandboxed: bool = True, slot: int = 0) -> SubmissionResult:
+    """批改一份提交。文件不存在、不是笔记本、答案文件不合格等情况也返回一行结果，不抛异常。
+
+    内核在学生代码运行之前就起不来时，这一行是“出错”，并在 result.notes 里记下 "kernel_failed"。
+    """
+    limits = limits or sandbox.Limits()
+    result = SubmissionResult(str(path), graded=False, sandboxed=sandboxed, started=time.time())
+    try:
+        nb, digest, bad = read_submission(path)
+        result.sha256 = digest
+        if bad:
+            ename, message = bad
+            return _all_error(result, message, ename)
+        cells = code_cells(nb)
+        request = json.dumps({"sources": [c["source"] for c in cells],
+                              "names": ANSWER_NAMES}).encode("utf-8")
+        base = Path(tempfile.mkdtemp(prefix="minigpt-grade-"))
+        try:
+            outcome = sandbox.run(request, limits, slot, sandboxed, base)
+            if outcome.returncode is None:
+                return _all_error(result, f"沙箱运行超过 {limits.wall_clock():g} 秒，已从外面结束",
+                                  "WallClockTimeout")
+            if outcome.returncode != 0:
+                last = (outcome.stderr.strip().splitlines() or [""])[-1][:200]
+                return _all_error(result, "批改程序在沙箱里没有正常结束（退出码 "
+                                          f"{outcome.returncode}），可能被笔记本里的代码结束了"
+                                          + (f"；它最后说：{last}" if last else ""),
+                                  "RunnerDied")
+            try:
+                if outcome.too_big:
+                    raise AnswerFileError("沙箱交回的结果超过 "
+                                          f"{sandbox.MAX_RESULT_BYTES} 字节，已结束沙箱")
+                lines = outcome.stdout.strip().splitlines()
+                raw = parse_json(lines[-1] if lines else b"")
+                if not isinstance(raw, dict):
+                    raise AnswerFileError("结果文件的格式不对")
+                if raw.get("kernel_failed"):
+                    result.notes.append("kernel_failed")
+                    return _all_error(result, str(raw["kernel_failed"])[:300], "KernelStartError")
+                if raw.get("runner_error"):
+                    return _all_error(result, "运行笔记本时出了意外（内核发来的消息不合规？）："
+                                              f"{str(raw['runner_error'])[:200]}", "RunnerError")
+                problems = _problems_of(raw.get("problems"), len(cells))
+                if raw.get("answers_problem"):
+                    raise AnswerFileError(str(raw["answers_problem"])[:200])
+                answers = (decode_answers(raw["answers"], ANSWER_NAMES)
+                           if raw.get("answers") is not None
+                           else {n: MISSING for n in ANSWER_NAMES})
+                leftover = raw.get("leftover", 0)
+                if type(leftover) is not int or leftover < 0:
+                    raise AnswerFileError("结果文件的格式不对")
+            except AnswerFileError as err:
+                return _all_error(result, f"答案文件不合格：{err}", "AnswerFileError")
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+        if leftover:
+            result.notes.append(f"运行结束时笔记本还留着 {leftover} 个进程，已随沙箱全部结束")
+        inputs = exercise_inputs()
+        result.graded = True
+        result.cell_problems = [problems[n] for n in sorted(problems)]
+        result.exercises = [_judge(e, answers, inputs, problems, _anchor(cells, e))
+                            for e in EXERCISES]
+        return result
+    finally:
+        result.finished = time.time()

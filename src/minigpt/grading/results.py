@@ -1,0 +1,99 @@
+"""批改结果的数据：每道小题一格、每个出问题的代码单元一条、每份提交一行（见「作业」一节的「给教师」）。"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from ..homework import EXERCISES
+
+STATUS_TEXT = {"passed": "通过", "wrong": "答错", "not_attempted": "未作答",
+               "error": "出错", "timeout": "超时"}
+# 学生自己调用检查器报的错，不算“出错”
+CHECKER_ERRORS = {"HomeworkWrong", "HomeworkNotFilled"}
+# 表格和 CSV 里小题的短名
+SHORT = {"1a": "1(一)", "1b": "1(二)", "2a": "2(一)", "2b": "2(二)", "3": "3"}
+
+
+def short_name(key: str) -> str:
+    return SHORT.get(key, key)
+
+
+def total_points() -> int:
+    return sum(e.points for e in EXERCISES)
+
+
+@dataclass
+class ExerciseResult:
+    key: str
+    title: str
+    status: str                 # passed / wrong / not_attempted / error / timeout
+    message: str = ""
+    exception: str | None = None
+    cell: int | None = None     # 第几个代码单元（从 1 数）
+
+
+@dataclass
+class Problem:
+    cell: int                   # 代码单元编号（从 1 数）；0 表示不属于哪个单元
+    kind: str                   # error / timeout / crash / not_run / limit
+    exception: str | None = None
+    message: str = ""
+
+
+@dataclass
+class SubmissionResult:
+    path: str
+    # 笔记本运行了（哪怕有单元出错）；文件不存在、不是笔记本时为 False
+    graded: bool
+    problem: str = ""           # 整份提交的问题（文件不存在、JSON 无效、答案文件不合格……）
+    exercises: list[ExerciseResult] = field(default_factory=list)
+    cell_problems: list[Problem] = field(default_factory=list)
+    sha256: str = ""            # 文件内容的哈希（--resume 按它判断是否已经批改过）
+    sandboxed: bool = True
+    notes: list[str] = field(default_factory=list)   # 沙箱报告的其他情况（留下的进程……）
+    started: float = 0.0        # 开始、结束时刻（time.time()），报告里用来看并行
+    finished: float = 0.0
+
+    @property
+    def student_id(self) -> str:
+        """学号：文件名去掉 .ipynb。"""
+        name = self.path.replace("\\", "/").rsplit("/", 1)[-1]
+        return name[:-len(".ipynb")] if name.endswith(".ipynb") else name
+
+    @property
+    def passed(self) -> int:
+        return sum(e.status == "passed" for e in self.exercises)
+
+    @property
+    def points(self) -> int:
+        worth = {e.key: e.points for e in EXERCISES}
+        return sum(worth.get(e.key, 0) for e in self.exercises if e.status == "passed")
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "id": self.student_id, "sha256": self.sha256,
+                "graded": self.graded, "problem": self.problem,
+                "sandboxed": self.sandboxed,
+                "passed": self.passed, "total": len(EXERCISES),
+                "points": self.points, "max_points": total_points(),
+                "exercises": {e.key: {k: v for k, v in asdict(e).items()
+                                      if k not in ("key", "title")}
+                              for e in self.exercises},
+                "cell_problems": [asdict(p) for p in self.cell_problems],
+                "notes": list(self.notes),
+                "started": self.started, "finished": self.finished}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SubmissionResult":
+        """读回报告里的一行（--resume）；格式不对时抛 KeyError / TypeError / ValueError。"""
+        titles = {e.key: e.title for e in EXERCISES}
+        exercises = [ExerciseResult(key, titles[key], **value)
+                     for key, value in data["exercises"].items()]
+        if [e.key for e in exercises] != [e.key for e in EXERCISES]:
+            raise ValueError("小题与本包的不一致")
+        return cls(path=str(data["path"]), graded=bool(data["graded"]),
+                   problem=str(data["problem"]), exercises=exercises,
+                   cell_problems=[Problem(**p) for p in data["cell_problems"]],
+                   sha256=str(data["sha256"]), sandboxed=bool(data["sandboxed"]),
+                   notes=[str(n) for n in data.get("notes", [])],
+                   started=float(data.get("started", 0)),
+                   finished=float(data.get("finished", 0)))

@@ -1,0 +1,326 @@
+"""在沙箱里运行一份笔记本（见「给教师」）：由批改程序在 bubblewrap 里启动，不直接给人用。
+
+    python -m minigpt.grading.runner --timeout 秒 --notebook-timeout 秒 … < 代码单元.json
+
+- 从标准输入读代码单元（批改程序已经读过、核对过笔记本），在一个新内核里逐个运行；
+  一个单元出错，照样运行后面的单元；单元超时或内核崩溃，就换新内核，跳过它重跑前面的单元，再接着往下。
+- 先在自己的进程上设好资源上限（内存、进程数、文件大小、CPU 时间），内核和学生启动的一切都继承它们；
+  以 root 身份启动时（教师以 root 运行批改），先把身份换成一个普通的用户号。
+- 运行结束，探针把答案变量写成 JSON（answers.py）；本程序结束内核和学生留下的所有进程，
+  再把“哪个单元出了什么问题”和答案原样写到标准输出（一行 JSON）。
+  批改程序在沙箱外读它（有大小上限）、核对它，自己判分。沙箱外没有一处是沙箱里能写的。
+
+运行用的笔记本只含代码单元，开头的预热单元和末尾的探针也在其中，各占自己的序号：
+学生的第 n 个代码单元永远是第 n 个，哪怕笔记本第一个单元就是代码。
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import resource
+import signal
+import sys
+import time
+from pathlib import Path
+
+MAX_RESTARTS = 3  # 一份笔记本最多换几次内核（超时、崩溃），之后剩下的单元不再运行
+WARM_UP = "import torch, minigpt.homework, minigpt.data, minigpt.attention"
+PROBE_TIMEOUT = 60
+STARTUP_TIMEOUT = 120
+
+# 上限被碰到时，学生代码里会出现的异常：(异常类型, 说明里的字样) → 哪个上限
+_LIMIT_SIGNS = [
+    ("MemoryError", "", "memory"),
+    ("RuntimeError", "can't allocate memory", "memory"),
+    ("OSError", "Cannot allocate memory", "memory"),
+    ("BlockingIOError", "Resource temporarily unavailable", "processes"),
+    ("OSError", "Resource temporarily unavailable", "processes"),
+    ("RuntimeError", "can't start new thread", "processes"),
+    ("OSError", "File too large", "disk"),
+    ("OSError", "No space left on device", "disk"),
+]
+LIMIT_TEXT = {"memory": "超出内存上限", "processes": "超出进程数上限",
+              "disk": "超出文件大小或磁盘上限", "notebook_timeout": "整份笔记本超过时限"}
+
+
+def which_limit(ename: str, evalue: str) -> str | None:
+    for name, words, limit in _LIMIT_SIGNS:
+        if ename == name and words in evalue:
+            return limit
+    return None
+
+
+def apply_limits(memory: int, processes: int | None, file_size: int, cpu: int) -> None:
+    """资源上限：每个进程的地址空间、CPU 秒数、单个文件大小；进程数按用户号计（沙箱里才设）。"""
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if processes is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+
+
+def _not_dumpable() -> None:
+    """PR_SET_DUMPABLE 0：学生的进程（同一个用户号）打不开 /proc/<本进程>/fd，也 ptrace 不了本进程，
+    所以伪造不了本进程交回的结果。"""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def drop_root(uid: int) -> None:
+    """以 root 进了沙箱：把私有的 /tmp 交给普通用户 uid，再换成它（能力随之全部失去）。"""
+    os.chown("/tmp", uid, uid)
+    os.chmod("/tmp", 0o700)
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+
+
+def _problem(cell: int, kind: str, exception: str | None, message: str) -> dict:
+    return {"cell": cell, "kind": kind, "exception": exception, "message": message}
+
+
+def _error_of(cell) -> tuple[str, str] | None:
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "error":
+            return str(out.get("ename", "Error")), str(out.get("evalue", ""))
+    return None
+
+
+def _kernel_specs():
+    """内核规格固定为“本解释器 + ipykernel”：不查找教师机器上的内核规格。"""
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+
+    class Fixed(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name):
+            return KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f",
+                                    "{connection_file}"],
+                              display_name="Python 3", language="python")
+
+    return Fixed()
+
+
+class KernelStartError(Exception):
+    pass
+
+
+async def run_cells(sources: list[str], workdir: Path, names: list[str],
+                    timeout: float, notebook_timeout: float, limits: dict):
+    """运行学生的代码单元，返回 (问题列表, 探针单元的输出文字；探针没有运行完时为 None)。"""
+    import nbformat
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    from .answers import probe_source
+
+    n_code = len(sources)
+    problems: dict[int, dict] = {}
+    skip: set[int] = set()
+    restarts = 0
+    spent = 0.0                  # 学生单元一共运行了多少秒（--notebook-timeout 计的是它）
+    while True:
+        cells = [nbformat.v4.new_code_cell(WARM_UP)]
+        cells += [nbformat.v4.new_code_cell(s) for s in sources]
+        cells.append(nbformat.v4.new_code_cell(probe_source(names)))
+        nb = nbformat.v4.new_notebook(cells=cells)
+        km = AsyncKernelManager(kernel_name="python3", kernel_spec_manager=_kernel_specs())
+        client = NotebookClient(
+            nb, km=km, timeout=timeout, allow_errors=True, startup_timeout=STARTUP_TIMEOUT,
+            interrupt_on_timeout=False, shutdown_kernel="immediate",
+            record_timing=False, kernel_name="python3")
+        client.reset_execution_trackers()
+        broke, started, out_of_time = None, False, False
+        try:
+            quiet = {"stdout": open(os.devnull, "w"), "stderr": open(os.devnull, "w")}
+            async with client.async_setup_kernel(cwd=str(workdir), **quiet):
+                started = True
+                # 先把 torch 和本包导入好（不计入学生单元的时限）
+                client.timeout = max(STARTUP_TIMEOUT, math.ceil(timeout))
+                try:
+                    await client.async_execute_cell(cells[0], 0, store_history=False)
+                except (CellTimeoutError, DeadKernelError) as err:
+                    raise KernelStartError(f"内核里导入 torch 和 minigpt 失败：{type(err).__name__}")
+                if _error_of(cells[0]):
+                    ename, evalue = _error_of(cells[0])
+                    raise KernelStartError(f"内核里导入 torch 和 minigpt 失败：{ename}: {evalue}")
+                for n in range(n_code):
+                    if n in skip:
+                        continue
+                    left = notebook_timeout - spent
+                    if left <= 0:   # 时限恰好用完在上一个单元结束时
+                        out_of_time = True
+                        problems[n] = _problem(
+                            n + 1, "limit", "NotebookTimeout",
+                            f"{LIMIT_TEXT['notebook_timeout']}（--notebook-timeout "
+                            f"{notebook_timeout:g} 秒），从这个单元起不再运行")
+                        break
+                    client.timeout = max(1, math.ceil(min(timeout, left)))  # nbclient 只收整数秒
+                    began = time.monotonic()
+                    try:
+                        await client.async_execute_cell(cells[n + 1], n + 1)
+                    except CellTimeoutError:
+                        if left < timeout:   # 是整份笔记本的时限到了
+                            spent += time.monotonic() - began
+                            out_of_time = True
+                            problems[n] = _problem(
+                                n + 1, "limit", "NotebookTimeout",
+                                f"{LIMIT_TEXT['notebook_timeout']}（--notebook-timeout "
+                                f"{notebook_timeout:g} 秒），从这个单元起不再运行")
+                            skip.add(n)
+                            await km.interrupt_kernel()
+                            break
+                        broke = _problem(n + 1, "timeout", "CellTimeoutError",
+                                         f"运行超过 {timeout:g} 秒，已结束内核")
+                    except DeadKernelError:
+                        broke = _problem(n + 1, "crash", "DeadKernelError",
+                                         "内核退出了（崩溃、被结束，或超出 CPU 时间上限）")
+                    spent += time.monotonic() - began
+                    if broke:
+                        problems[n] = broke
+                        skip.add(n)
+                        break
+                    err = _error_of(cells[n + 1])
+                    if err and n not in problems:
+                        first = (err[1].strip().splitlines() or [""])[0][:160]
+                        limit = which_limit(*err)
+                        if limit:
+                            problems[n] = _problem(n + 1, "limit", err[0],
+                                                   f"{LIMIT_TEXT[limit]}（{limits[limit]}）"
+                                                   + (f"：{first}" if first else ""))
+                        else:
+                            problems[n] = _problem(n + 1, "error", err[0], first)
+                if broke is None:
+                    if out_of_time:
+                        for m in range(n_code):
+                            if m not in skip and m not in problems and m >= n:
+                                problems[m] = _problem(m + 1, "not_run", "NotebookTimeout",
+                                                       "整份笔记本的时限已到，没有运行这个单元")
+                    client.timeout = PROBE_TIMEOUT
+                    try:
+                        await client.async_execute_cell(cells[-1], len(cells) - 1)
+                    except (CellTimeoutError, DeadKernelError):
+                        return list(problems.values()), None
+                    text = "".join(o.get("text", "") for o in cells[-1].get("outputs", [])
+                                   if o.get("output_type") == "stream")
+                    return list(problems.values()), text
+        except KernelStartError as err:
+            if restarts == 0:
+                raise
+            # 换内核失败：学生的代码已经运行过（比如写满了 /tmp），算这份提交的问题
+            for n in range(n_code):
+                if n not in skip and n not in problems:
+                    problems[n] = _problem(n + 1, "not_run", None, f"换内核失败，没有运行：{err}")
+            return list(problems.values()), None
+        except Exception as err:  # 内核起不来，或者关内核时出错
+            if not started:
+                if restarts == 0:
+                    raise KernelStartError(
+                        f"无法启动 Python 内核：{type(err).__name__}: {err}") from None
+                for n in range(n_code):
+                    if n not in skip and n not in problems:
+                        problems[n] = _problem(n + 1, "not_run", type(err).__name__,
+                                               "换内核失败，没有运行这个单元")
+                return list(problems.values()), None
+            if broke is None:
+                raise
+        finally:
+            # km 是我们传进去的，nbclient 不替我们关内核：超时、崩溃、正常结束都在这里关掉它
+            if km.has_kernel:
+                try:
+                    await km.shutdown_kernel(now=True)
+                except Exception:
+                    pass
+        restarts += 1
+        if restarts > MAX_RESTARTS:
+            for n in range(n_code):
+                if n not in skip and n not in problems:
+                    problems[n] = _problem(n + 1, "not_run", None,
+                                           f"内核已换过 {MAX_RESTARTS} 次，没有再运行这个单元")
+            return list(problems.values()), None
+
+
+def end_leftovers() -> int:
+    """结束沙箱里除自己以外的所有进程（学生留下的后台进程）；返回结束了几个。只在沙箱的进程命名空间里调用。"""
+    me = os.getpid()
+    alive = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in (1, me):
+            continue
+        try:
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        alive += state != "Z"
+    try:
+        os.kill(-1, signal.SIGKILL)   # 只到得了本进程命名空间里、同一用户的进程
+    except ProcessLookupError:
+        pass
+    return alive
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m minigpt.grading.runner")
+    p.add_argument("--timeout", type=float, required=True)
+    p.add_argument("--notebook-timeout", type=float, required=True)
+    p.add_argument("--memory", type=int, required=True)
+    p.add_argument("--processes", type=int, required=True)
+    p.add_argument("--disk", type=int, required=True)
+    p.add_argument("--uid", type=int, default=None)
+    p.add_argument("--workdir", type=Path, required=True)
+    p.add_argument("--sandboxed-pidns", default=None,
+                   help="批改程序所在的进程命名空间；本进程的不同于它时才结束“所有其余进程”")
+    args = p.parse_args(argv)
+    request = json.load(sys.stdin)
+    # 结果只从这个描述符交回；标准输出本身改指 /dev/null（库打印的东西混不进结果）
+    result_fd = os.dup(1)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    sources, names = request["sources"], request["names"]
+
+    from .answers import AnswerFileError, answers_from_output, parse_json  # 先导入，再降权限
+    import nbclient  # noqa: F401
+    import nbformat  # noqa: F401
+
+    in_sandbox = (args.sandboxed_pidns is not None
+                  and os.readlink("/proc/self/ns/pid") != args.sandboxed_pidns)
+    if args.uid is not None and os.getuid() == 0 and in_sandbox:
+        drop_root(args.uid)   # 换了用户号，进程随之“不可转储”
+    _not_dumpable()
+    cpu = int(args.notebook_timeout * 2 + STARTUP_TIMEOUT * 2 + 60)
+    apply_limits(args.memory, args.processes if in_sandbox else None, args.disk, cpu)
+    limits = {"memory": f"{args.memory / 2**30:g} GiB", "processes": f"{args.processes} 个",
+              "disk": f"{args.disk / 2**30:g} GiB"}
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    result = {"version": 1, "kernel_failed": None, "runner_error": None,
+              "problems": [], "answers": None,
+              "answers_problem": None, "leftover": 0}
+    try:
+        problems, probed = asyncio.run(run_cells(
+            sources, args.workdir, names, args.timeout, args.notebook_timeout, limits))
+        result["problems"] = problems
+        if probed is not None:
+            try:
+                result["answers"] = parse_json(answers_from_output(probed))
+            except AnswerFileError as err:
+                result["answers_problem"] = str(err).replace("结果文件", "答案")
+    except KernelStartError as err:
+        result["kernel_failed"] = str(err)
+    except Exception as err:  # 内核发来不合规的消息（学生改了内核里的东西）之类：只算这一份出错
+        result["runner_error"] = f"{type(err).__name__}: {err}"[:200]
+    if in_sandbox:
+        result["leftover"] = end_leftovers()
+    with os.fdopen(result_fd, "w", encoding="utf-8") as out:
+        out.write("\n" + json.dumps(result, ensure_ascii=False) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,254 @@
+"""把 runner 关进 bubblewrap 沙箱里运行（见「给教师」里“沙箱挡住了什么”）。
+
+沙箱里：
+- 文件系统只读，只看得到 /usr、Python 解释器、虚拟环境和 minigpt 包；私有的 /tmp（tmpfs，大小即磁盘上限）
+  是唯一能写的地方，外加一个只给 runner 写结果的文件夹；看不到别的提交、教师的家目录和批改报告；
+- 网络命名空间只有自己的回环接口（内核和 runner 在里面说话），连不到外面，也连不到宿主的 127.0.0.1；
+- 进程命名空间是自己的：沙箱结束时（runner 退出、超时被结束、批改程序退出），里面的进程全部结束；
+- 环境变量只有下面 ``clean_env`` 列出的几个，教师的环境变量一个也不传进去；
+- 资源上限由 runner 在自己身上设好再启动内核（runner.py 的 apply_limits）。
+
+没有 bubblewrap（macOS、Windows、没装 bwrap 或不能建用户命名空间的 Linux）时，``unavailable()`` 说明原因，
+批改程序拒绝运行提交；``--no-sandbox`` 才在沙箱外运行（仍是干净的环境变量和资源上限，进程数不限）。
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import selectors
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+INSTALL_HINT = ("Debian/Ubuntu：sudo apt-get install bubblewrap；Fedora：sudo dnf install bubblewrap；"
+                "Arch：sudo pacman -S bubblewrap")
+BASE_UID = 62000          # 以 root 批改时，第 k 个并行的沙箱用用户号 BASE_UID + k（进程数上限按用户号计）
+MAX_RESULT_BYTES = 2 * 2**20   # runner 从标准输出交回的结果最多这么大（答案本身最多 1 MB）
+WORKDIR = "/tmp/work"     # 沙箱里笔记本的工作目录
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout: float = 30               # 每个代码单元的秒数
+    notebook_timeout: float = 300     # 整份笔记本（学生单元合计）的秒数
+    memory: int = 2 * 2**30           # 每个进程的地址空间
+    processes: int = 256              # 沙箱里的进程（和线程）数
+    disk: int = 2**30                 # 单个文件的大小，以及 /tmp 的总大小
+
+    def wall_clock(self) -> float:
+        """整个沙箱最多运行多久（内核启动、换内核、探针都算上），过了就从外面结束它。"""
+        return self.notebook_timeout + 4 * (60 + self.timeout) + 180
+
+
+def clean_env(python_bin: Path) -> dict[str, str]:
+    """沙箱里的全部环境变量：只有 Python 和内核需要的。"""
+    return {
+        "PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp", "USER": "student", "LOGNAME": "student", "LANG": "C.UTF-8",
+        "TMPDIR": "/tmp", "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter", "JUPYTER_PLATFORM_DIRS": "1",
+        "JUPYTER_CONFIG_DIR": "/tmp/.jupyter-config", "IPYTHONDIR": "/tmp/.ipython",
+        "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/.matplotlib", "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    }
+
+
+def _python_paths() -> list[Path]:
+    """沙箱里要只读挂上的 Python：解释器前缀、虚拟环境、sys.path 上的目录和 minigpt 包本身。"""
+    import minigpt
+
+    cwd = Path.cwd().resolve()
+    paths = {Path(sys.base_prefix), Path(sys.prefix), Path(sys.exec_prefix),
+             Path(sys.executable).resolve().parent.parent,
+             Path(minigpt.__file__).resolve().parent}
+    for entry in sys.path:
+        if not entry:
+            continue
+        p = Path(entry).resolve()
+        if p == cwd or not p.is_dir():
+            continue
+        paths.add(p)
+    # 去掉已被上一级目录包含的
+    out = []
+    for p in sorted(paths, key=lambda p: len(p.parts)):
+        if not any(p == q or q in p.parents for q in out) and p.exists():
+            out.append(p)
+    return out
+
+
+def bwrap_command(limits: Limits, as_root: bool) -> list[str]:
+    bwrap = shutil.which("bwrap")
+    cmd = [bwrap, "--die-with-parent", "--new-session",
+           "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+           "--hostname", "sandbox", "--clearenv"]
+    if not as_root:
+        cmd += ["--unshare-user", "--uid", "1000", "--gid", "1000", "--disable-userns"]
+    for name, value in clean_env(Path(sys.executable).parent).items():
+        cmd += ["--setenv", name, value]
+    cmd += ["--ro-bind", "/usr", "/usr"]
+    for top in ("bin", "lib", "lib32", "lib64", "sbin"):
+        host = Path("/") / top
+        if host.is_symlink():
+            cmd += ["--symlink", os.readlink(host), f"/{top}"]
+        elif host.is_dir():
+            cmd += ["--ro-bind", str(host), f"/{top}"]
+    for f in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime"):
+        cmd += ["--ro-bind-try", f, f]
+    made: set[Path] = set()
+    for p in _python_paths():
+        # 中间的目录由 bwrap 新建，要让降了权限的用户也能走进去
+        for parent in reversed(p.parents[:-1]):
+            if parent not in made:
+                made.add(parent)
+                cmd += ["--perms", "0755", "--dir", str(parent)]
+        cmd += ["--ro-bind", str(p), str(p)]
+    cmd += ["--proc", "/proc", "--dev", "/dev",
+            "--size", str(limits.disk), "--tmpfs", "/tmp",
+            "--size", str(64 * 2**20), "--tmpfs", "/dev/shm", "--chdir", "/tmp"]
+    return cmd
+
+
+def unavailable() -> str | None:
+    """沙箱在这台机器上能用吗？能用返回 None，否则返回原因（中文，含安装办法）。"""
+    if not sys.platform.startswith("linux"):
+        return (f"这台机器是 {sys.platform}：批改用的沙箱 bubblewrap 只在 Linux 上运行。"
+                "请在 Linux（或 Linux 虚拟机、WSL 2）上批改")
+    if shutil.which("bwrap") is None:
+        return f"没有找到沙箱程序 bubblewrap（命令 bwrap）。安装它：{INSTALL_HINT}"
+    cmd = bwrap_command(Limits(), os.getuid() == 0)
+    cmd += [sys.executable, "-c", "import nbclient, ipykernel, jupyter_client, minigpt"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"沙箱 bubblewrap 启动不了：{err}"
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["（没有输出）"])[-1][:200]
+        return (f"沙箱 bubblewrap 在这台机器上启动不了：{tail}。常见原因是内核不允许普通用户"
+                "建用户命名空间（sysctl kernel.unprivileged_userns_clone=1，或 Ubuntu 的 "
+                "kernel.apparmor_restrict_unprivileged_userns=0）")
+    return None
+
+
+def host_pidns() -> str:
+    return os.readlink("/proc/self/ns/pid")
+
+
+def runner_command(workdir: str, limits: Limits, uid: int | None,
+                   sandboxed: bool) -> list[str]:
+    cmd = [sys.executable, "-m", "minigpt.grading.runner",
+           "--timeout", f"{limits.timeout:g}", "--notebook-timeout", f"{limits.notebook_timeout:g}",
+           "--memory", str(limits.memory), "--processes", str(limits.processes),
+           "--disk", str(limits.disk), "--workdir", workdir]
+    if sandboxed:
+        cmd += ["--sandboxed-pidns", host_pidns()]
+    if uid is not None:
+        cmd += ["--uid", str(uid)]
+    return cmd
+
+
+_RUNNING: set = set()          # 正在运行的沙箱（Ctrl-C 时由 stop_all 结束）
+_LOCK = threading.Lock()
+
+
+_STOPPING = threading.Event()  # 批改被中断：不再启动新的沙箱
+
+
+def stop_all() -> None:
+    """结束所有正在运行的沙箱，此后也不再启动新的（批改被中断时）。"""
+    _STOPPING.set()
+    with _LOCK:
+        for proc in list(_RUNNING):
+            try:
+                os.killpg(proc.pid, 9)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+@dataclass
+class RunOutcome:
+    returncode: int | None        # None：超过 wall_clock，被从外面结束
+    stdout: bytes                 # runner 交回的结果（最多 MAX_RESULT_BYTES）
+    stderr: str                   # runner 的 stderr 的最后 2000 个字符
+    too_big: bool = False         # 标准输出超过了 MAX_RESULT_BYTES（已结束沙箱）
+
+
+def _pump(proc, deadline: float) -> tuple[bytes, bytes, bool, bool]:
+    """读 runner 的标准输出（有上限）和标准错误（只留最后 2000 字节），直到它结束或到时。"""
+    out, err = bytearray(), bytearray()
+    too_big = timed_out = False
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            for key, _ in sel.select(timeout=min(left, 1.0)):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                key.data.extend(chunk)
+                if key.data is err and len(err) > 4000:
+                    del err[:-2000]
+                if key.data is out and len(out) > MAX_RESULT_BYTES:
+                    too_big = True
+                    break
+            if too_big:
+                break
+    return bytes(out), bytes(err[-2000:]), too_big, timed_out
+
+
+def run(request: bytes, limits: Limits, slot: int, sandboxed: bool, base: Path) -> RunOutcome:
+    """在沙箱（sandboxed=False 时是一个干净环境里的子进程）里跑 runner，等它结束。
+
+    沙箱外没有一处是沙箱里能写的：请求从标准输入送进去，结果从标准输出读回（有上限），
+    base 只在 --no-sandbox 时用作工作目录。
+    """
+    as_root = os.getuid() == 0
+    if sandboxed:
+        uid = BASE_UID + slot if as_root else None
+        cmd = bwrap_command(limits, as_root) + runner_command(WORKDIR, limits, uid, True)
+        env = None
+    else:
+        work = base / "work"
+        work.mkdir()
+        cmd = runner_command(str(work), limits, None, False)
+        env = clean_env(Path(sys.executable).parent)
+        env["HOME"] = env["TMPDIR"] = str(base)
+        for k in ("JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
+            env[k] = str(base / k.lower())
+    with _LOCK:   # 在锁里检查并启动：stop_all 之后不会再漏网一个
+        if _STOPPING.is_set():
+            return RunOutcome(-1, b"", "批改已中断")
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env, cwd=str(base),
+                                start_new_session=True)
+        _RUNNING.add(proc)
+    try:
+        try:
+            proc.stdin.write(request)   # runner 一开始就读完标准输入
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        out, err, too_big, timed_out = _pump(proc, time.monotonic() + limits.wall_clock())
+    finally:
+        # 结束 runner 的进程组：沙箱里这会结束整个沙箱（bwrap 是组长）；沙箱外，
+        # 学生用 setsid 另起的进程结束不了
+        try:
+            os.killpg(proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+        with _LOCK:
+            _RUNNING.discard(proc)
+    code = None if timed_out else proc.returncode
+    return RunOutcome(code, out, err.decode("utf-8", "replace"), too_big)

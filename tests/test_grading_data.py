@@ -1,0 +1,113 @@
+"""批改程序不启动内核的部分：答案的纯数据格式（探针写、批改程序核对着读）、沙箱的命令行、报告的读写。
+
+探针在这里直接对一个字典执行（和它在学生内核里对 globals() 做的一样），不用内核。
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from minigpt.grading import answers, report, sandbox
+from minigpt.grading.answers import MISSING, AnswerFileError, decode_answers, parse_json
+from minigpt.grading.results import ExerciseResult, SubmissionResult
+from minigpt.homework import EXERCISES
+
+
+def _probe(namespace: dict, names: list[str]) -> bytes:
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink):
+        exec(answers.probe_source(names), namespace)
+    return answers.answers_from_output(sink.getvalue())
+
+
+def test_probe_output_round_trips_tensors_numbers_lists_and_numpy():
+    ns = {"t": torch.tensor([[1.5, -2.0], [0.25, 3.0]]), "i": 7, "f": 0.1, "b": True, "n": None,
+          "e": ..., "arr": np.tril(np.ones((2, 2), dtype=bool)), "np_int": np.int64(5),
+          "lst": [1, 2.5], "s": "文字", "big": torch.zeros(100, 100), "obj": object()}
+    names = sorted(ns) + ["gone"]
+    got = decode_answers(parse_json(_probe(dict(ns), names)), names)
+    assert torch.equal(got["t"], ns["t"]) and got["t"].dtype == torch.float32
+    assert got["i"] == 7 and type(got["i"]) is int and got["f"] == 0.1 and got["b"] is True
+    assert got["n"] is None and got["e"] is Ellipsis and got["gone"] is MISSING
+    assert torch.equal(got["arr"], torch.tensor([[True, False], [True, True]]))
+    assert got["np_int"] == 5 and got["lst"] == [1, 2.5] and got["s"] == "文字"
+    # 太大的张量和别的对象：用一个同名的替身，检查器会说“收到的是 Tensor / object”
+    assert type(got["big"]).__name__ == "Tensor" and not isinstance(got["big"], torch.Tensor)
+    assert "形状 (100, 100)" in repr(got["big"]) and type(got["obj"]).__name__ == "object"
+
+
+@pytest.mark.parametrize("item", [
+    {"kind": "pickle", "data": "gASVAAAA"},
+    {"kind": "tensor", "dtype": "float32", "shape": [2, 2], "data": [1.0, 2.0, 3.0]},
+    {"kind": "tensor", "dtype": "complex64", "shape": [1], "data": [1.0]},
+    {"kind": "tensor", "dtype": "int64", "shape": [1], "data": [1.5]},
+    {"kind": "tensor", "dtype": "float32", "shape": [10**9], "data": []},
+    {"kind": "int", "value": "7"},
+    {"kind": "int", "value": 2**70},
+    {"kind": "opaque", "type": "__import__('os')", "repr": "x"},
+    {"kind": "list", "items": "abc"},
+    "passed",
+    None,
+])
+def test_forged_answer_items_are_refused(item):
+    with pytest.raises(AnswerFileError):
+        decode_answers({"score": item}, ["score"])
+
+
+def test_answers_with_other_names_or_not_json_are_refused():
+    with pytest.raises(AnswerFileError):
+        decode_answers({"score": {"kind": "int", "value": 1}, "status": "passed"}, ["score"])
+    with pytest.raises(AnswerFileError):
+        parse_json(b"\x80\x04\x95")   # pickle 的开头
+    with pytest.raises(AnswerFileError):
+        answers.answers_from_output("学生自己打印的东西")
+
+
+def test_answers_over_1_mb_are_refused_before_parsing():
+    text = answers.MARKER + "[" + " " * answers.MAX_ANSWER_BYTES + "]"
+    with pytest.raises(AnswerFileError, match="超过上限"):
+        answers.answers_from_output(text)
+
+
+def test_the_sandbox_mounts_nothing_writable_from_the_host():
+    cmd = sandbox.bwrap_command(sandbox.Limits(), as_root=True)
+    assert "--bind" not in cmd and "--bind-try" not in cmd        # 只有 --ro-bind 和 tmpfs
+    assert {"--unshare-net", "--unshare-pid", "--clearenv", "--die-with-parent"} <= set(cmd)
+    binds = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--ro-bind"]
+    cwd = str(Path.cwd().resolve())
+    assert cwd not in binds and os.path.expanduser("~") not in binds
+    names = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--setenv"]
+    assert not set(names) & {"PYTHONPATH", "JUPYTER_PATH", "SSH_AUTH_SOCK", "PWD"}
+
+
+def _result(name: str, statuses: list[str]) -> SubmissionResult:
+    return SubmissionResult(f"/subs/{name}.ipynb", True, sha256="ab" * 32, exercises=[
+        ExerciseResult(e.key, e.title, s) for e, s in zip(EXERCISES, statuses)])
+
+
+def test_report_json_is_read_back_for_resume_and_a_foreign_file_is_refused(tmp_path):
+    rows = [_result("2024001", ["passed"] * 5), _result("2024002", ["wrong"] * 5)]
+    path = tmp_path / "r.json"
+    report.write_json(path, rows, {"timeout_seconds": 30})
+    back = report.read_json(path)
+    assert [r.to_json() for r in back.values()] == [r.to_json() for r in rows]
+    assert list(back) == [("2024001.ipynb", "ab" * 32), ("2024002.ipynb", "ab" * 32)]
+    assert not list(tmp_path.glob(".r.json.*"))   # 原子写：临时文件改名后不留下
+    path.write_text(json.dumps({"submissions": [{"path": "x"}]}), encoding="utf-8")
+    with pytest.raises(ValueError, match="不能用 --resume"):
+        report.read_json(path)
+
+
+def test_points_are_summed_per_sub_exercise():
+    r = _result("2024003", ["passed", "wrong", "passed", "passed", "not_attempted"])
+    want = EXERCISES[0].points + EXERCISES[2].points + EXERCISES[3].points
+    assert r.points == want and r.student_id == "2024003"
+    assert str(want) in report.to_csv([r]).splitlines()[1].split(",")

@@ -1,0 +1,88 @@
+"""批改作业的基准（make bench 的一部分；不是测试）：
+
+- 下限：一个沙箱里启动内核、import torch 和 minigpt，运行一个只有 ``import torch`` 的单元，要多少秒（取 3 次的中位数）；
+- 30 份提交（都是 tests/fixtures/submissions/correct.ipynb 的副本）用默认的 --jobs 批改，每份平均多少秒；
+- 6 份提交 --jobs 2 与 --jobs 1 的用时之比（2 核的机器上目标 ≤ 0.75）。
+
+用法（仓库根目录）：.venv/bin/python tools/bench_grade.py [--submissions 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CORRECT = REPO / "tests" / "fixtures" / "submissions" / "correct.ipynb"
+
+
+def floor_seconds(repeat: int = 3) -> float:
+    from minigpt.grading import sandbox
+
+    request = json.dumps({"sources": ["import torch"], "names": ["score"]}).encode()
+    times = []
+    for _ in range(repeat):
+        base = Path(tempfile.mkdtemp(prefix="bench-grade-"))
+        began = time.perf_counter()
+        outcome = sandbox.run(request, sandbox.Limits(), 0, True, base)
+        times.append(time.perf_counter() - began)
+        shutil.rmtree(base, ignore_errors=True)
+        if outcome.returncode != 0:
+            sys.exit(f"沙箱里的 runner 失败：{outcome.stderr[-500:]}")
+    return statistics.median(times)
+
+
+def grade_seconds(n: int, jobs: int, where: Path) -> float:
+    folder = where / f"n{n}-j{jobs}"
+    folder.mkdir()
+    files = []
+    for i in range(n):
+        files.append(folder / f"{i + 1:03d}.ipynb")
+        shutil.copy(CORRECT, files[-1])
+    began = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "minigpt.grade", *map(str, files), "--jobs", str(jobs),
+                           "--json", str(folder / "report.json")], capture_output=True, text=True)
+    spent = time.perf_counter() - began
+    if proc.returncode != 0:
+        sys.exit(f"批改失败（退出码 {proc.returncode}）：{proc.stderr[-1000:]}")
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    bad = [s["id"] for s in report["submissions"] if s["passed"] != s["total"]]
+    if bad:
+        sys.exit(f"正确的提交没有得满分：{bad}")
+    return spent
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--submissions", type=int, default=30)
+    args = parser.parse_args()
+    from minigpt.grading import cli, sandbox
+
+    reason = sandbox.unavailable()
+    if reason:
+        print(f"[bench_grade] 跳过：沙箱起不来：{reason}")
+        return 0
+    jobs = cli._cpus()
+    print(f"[bench_grade] {os.cpu_count()} 个 CPU（本进程可用 {jobs} 个），负载 {os.getloadavg()[0]:.1f}")
+    floor = floor_seconds()
+    print(f"[bench_grade] 下限：一个沙箱启动内核并 import torch：{floor:.1f} 秒")
+    with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
+        total = grade_seconds(args.submissions, jobs, Path(tmp))
+        print(f"[bench_grade] {args.submissions} 份提交，--jobs {jobs}：{total:.1f} 秒，"
+              f"每份 {total / args.submissions:.2f} 秒（下限 ÷ jobs = {floor / jobs:.2f} 秒）")
+        one = grade_seconds(6, 1, Path(tmp))
+        two = grade_seconds(6, 2, Path(tmp))
+        print(f"[bench_grade] 6 份提交：--jobs 1 {one:.1f} 秒，--jobs 2 {two:.1f} 秒，比值 {two / one:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
