@@ -156,8 +156,11 @@ def test_qkv_dataflow_diagram_draws_every_stage_with_canonical_terms():
         fig.savefig(io.BytesIO(), format="svg")
     texts = [t.get_text() for t in fig.axes[0].texts]
     joined = " ".join(texts)
-    for label in ("W_Q", "W_K", "W_V", "Query", "Key", "Value", "注意力分数", "softmax", "注意力权重", "AV"):
+    for label in ("W_Q", "W_K", "W_V", "Query", "Key", "Value", "缩放后的分数", "softmax", "注意力权重", "AV"):
         assert label in joined, label
+    # 第 2 节和术语表里“注意力分数”是未缩放的 QKᵀ：图里除以 √d_k 之后的那一格不能叫这个名字
+    scaled = [t for t in texts if r"\sqrt{d_k}" in t]
+    assert scaled and all("注意力分数" not in t for t in scaled), scaled
     assert "attention" not in joined.lower()  # 图里用中文术语，不混用英文
 
 

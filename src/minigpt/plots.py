@@ -214,8 +214,8 @@ def head_weights(weights_per_head: ArrayLike, labels: Sequence[str]) -> Figure:
 
 
 def variance_vs_dk(stats: Sequence[DotProductStat]) -> Figure:
-    """点积方差随 d_k 增长，除以 √d_k 后回到 1
-    （见第 2 节 缩放点积注意力「缩放」）。
+    """图 2.1：不缩放时点积的方差与 d_k 成正比，缩放后与 d_k 无关
+    （见第 2 节 缩放点积注意力「为什么偏偏是 √d_k」）。
 
     stats: `experiments.dot_product_stats` 的结果。
     """
