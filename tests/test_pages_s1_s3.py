@@ -167,6 +167,22 @@ def test_s1_data_flow_figure(built_book):
     assert "Query" in caption and "Value" in caption
 
 
+def test_s1_question_on_the_two_thes_holds_with_and_without_the_causal_mask(built_book):
+    from minigpt.attention import causal_mask, scaled_dot_product_attention
+
+    ex = make_toy_example(("the", "cat", "sat", "on", "the", "mat"), d_model=4, d_k=4, seed=42)
+    _, full = scaled_dot_product_attention(ex.Q, ex.K, ex.V)
+    _, causal = scaled_dot_product_attention(ex.Q, ex.K, ex.V, causal_mask(6))
+    # 不遮蔽：每一行给位置 0 与位置 4 的 the 同样的权重；遮蔽：位置 0–3 看不到第二个 the
+    assert torch.allclose(full[:, 0], full[:, 4])
+    assert (causal[:4, 4] == 0).all() and (causal[:4, 0] > 0).all()
+    assert torch.allclose(causal[4:, 0], causal[4:, 4])
+    answer = self_check(load(built_book, "s1_intuition"))[0][1]
+    for value in (f"{full[2, 0]:.3f}", f"{causal[2, 0]:.3f}", f"{causal[5, 0]:.3f}"):
+        assert value in answer, (value, answer)
+    assert "遮蔽" in answer and "位置编码" in answer
+
+
 def test_s1_ends_with_self_check(built_book):
     assert_self_check(built_book, "s1_intuition")
 
