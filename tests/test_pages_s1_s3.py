@@ -161,8 +161,9 @@ def test_s1_data_flow_figure(built_book):
     assert_figures(page, {"fig-s1-qkv-flow": "1.1"})
     fig = soup(page.path).find("figure", id="fig-s1-qkv-flow")
     alt = fig.find("img")["alt"]
-    for word in ("W_Q", "W_K", "W_V", "softmax", "注意力分数", "注意力权重"):
+    for word in ("W_Q", "W_K", "W_V", "softmax", "缩放后的分数", "注意力权重"):
         assert word in alt, word
+    assert "注意力分数" not in alt  # 图里那一格是除以 √d_k 之后的分数，术语“注意力分数”专指未缩放的 QKᵀ
     caption = fig.find("figcaption").get_text()
     assert "Query" in caption and "Value" in caption
 
