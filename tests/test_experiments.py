@@ -163,6 +163,16 @@ def test_softmax_saturation_unscaled_is_near_one_hot():
     assert r.max_weight == pytest.approx(r.weights.max().item())
 
 
+def test_sensitivity_is_the_norm_of_all_partial_derivatives_of_softmax():
+    """第 2 节式 (s2-sensitivity)：灵敏度 = sqrt(Σ_j Σ_l (∂a_j/∂z_l)²)，由 autograd 逐个求偏导来核对。"""
+    r = softmax_saturation(d_k=64, n_keys=8, seed=0, n_trials=50)
+    for scores, expected in ((r.scores, r.grad_norm), (r.scaled_scores, r.scaled_grad_norm)):
+        jac = torch.autograd.functional.jacobian(lambda z: torch.softmax(z, -1), scores)  # [n, n]
+        assert jac.norm().item() == pytest.approx(expected, rel=1e-9)
+    one_hot = torch.tensor([50.0, 0.0, 0.0])  # 权重几乎是 one-hot：每个偏导都接近 0
+    assert torch.autograd.functional.jacobian(lambda z: torch.softmax(z, -1), one_hot).norm() < 1e-15
+
+
 @pytest.mark.parametrize("cls", [DotProductStat, SoftmaxSaturation, RNNGradients,
                                  AttentionGradients, FirstPositionVsLength, LeakRun])
 def test_result_dataclasses_take_keyword_arguments_only(cls):

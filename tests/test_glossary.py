@@ -12,14 +12,24 @@ from pagekit import articles, soup, text_nodes
 
 pytestmark = pytest.mark.book
 
-# 正文里按字面出现、要求“每页第一次出现即链接”的术语（符号类术语 d_model、d_k、d_ff、头数 以公式或代码出现，不在此列；
-# 单字术语“头”太容易误配，也不在此列）。长的在前：“多头注意力”里的“注意力”不算“注意力”的一次出现。
+# 正文里按字面出现、要求“每页第一次出现即链接”的术语（符号类术语 d_model、d_k、d_ff 以公式出现，见下面的 SYMBOL_TERMS；
+# “头数”和单字术语“头”太容易误配，不在此列）。长的在前：“多头注意力”里的“注意力”不算“注意力”的一次出现。
 PROSE_TERMS = [
     "缩放点积注意力", "多头注意力", "注意力分数", "注意力权重", "因果遮蔽", "前馈网络", "残差连接",
     "Transformer Block", "LayerNorm", "RMSNorm", "Post-LN", "Pre-LN", "梯度消失", "路径长度",
     "注意力", "嵌入", "Query", "Key", "Value", "softmax", "token", "RNN",
 ]
-ALL_TERMS = PROSE_TERMS + ["头", "头数", "d_model", "d_k", "d_ff"]
+# 符号类术语：正文里写成行内公式（$d_\text{model}$、$d_k$、$d_\text{ff}$），也可能直接写成文字 d_model。
+# 每页第一次用到它的那个行内公式（或那段文字）要链接到术语表，写法是 [$d_k$](#d_k)。
+# 独立成行的公式块不能加链接，不算“正文里的使用”；标题、代码、代码输出同样不算。
+SYMBOL_TERMS = {
+    "d_model": re.compile(r"d_\{?\\(?:text|mathrm)\{model\}|\bd_model\b"),
+    "d_k": re.compile(r"d_\{?k(?![A-Za-z])"),
+    "d_ff": re.compile(r"d_\{?\\(?:text|mathrm)\{ff\}|\bd_ff\b"),
+}
+ALL_TERMS = PROSE_TERMS + ["头", "头数", *SYMBOL_TERMS]
+# 术语表开头说：术语按它们从第 1 节起第一次出现的那一页分组排列。“头”是单字，无法按字面找出场位置，不参与排序检查。
+ORDER_SKIP = {"头"}
 SKIP_PAGES = {"book/glossary", "book/references"}
 
 
@@ -55,6 +65,46 @@ def prose_pieces(path: Path) -> list[tuple[str, str | None]]:
                         None)
             pieces.append((str(node), link["href"].split("#", 1)[1] if link else None))
     return pieces
+
+
+def symbol_pieces(path: Path) -> list[tuple[str, str | None]]:
+    """按顺序收集正文文字和行内公式（span.math）的文字，并记下每段所在的术语表链接锚点。
+
+    和 prose_pieces 一样跳过标题、代码、代码输出；公式块（div.math）不能加链接，也跳过。
+    """
+    pieces = []
+    for article in articles(soup(path)):
+        for node in text_nodes(article):
+            if not node.strip():
+                continue
+            ancestors = [t for t in node.parents if t is not article and article in t.parents]
+            skip = SKIP_CLASSES - {"math"}
+            if any(t.name in SKIP_TAGS or skip & set(t.get("class") or []) for t in ancestors):
+                continue
+            if any(t.name == "div" and "math" in (t.get("class") or []) for t in ancestors):
+                continue
+            link = next((t for t in ancestors if t.name == "a" and "glossary.html#term-" in (t.get("href") or "")),
+                        None)
+            pieces.append((str(node), link["href"].split("#", 1)[1] if link else None))
+    return pieces
+
+
+def first_symbol_uses(path: Path) -> dict[str, tuple[str, str | None]]:
+    """每个符号术语第一次出现的那段文字（或公式）及其链接锚点；没出现的不在结果里。"""
+    found: dict[str, tuple[str, str | None]] = {}
+    for text, anchor in symbol_pieces(path):
+        for term, pattern in SYMBOL_TERMS.items():
+            if term not in found and pattern.search(text):
+                found[term] = (text.strip(), anchor)
+    return found
+
+
+def test_symbol_patterns_find_the_book_spellings():
+    assert SYMBOL_TERMS["d_model"].search(r"\(d_\text{model}\)") and SYMBOL_TERMS["d_model"].search("d_{\\mathrm{model}}")
+    assert SYMBOL_TERMS["d_model"].search("宽度 d_model 不变")
+    assert SYMBOL_TERMS["d_k"].search(r"\(\sqrt{d_k}\)") and SYMBOL_TERMS["d_k"].search("d_{k}")
+    assert not SYMBOL_TERMS["d_k"].search(r"d_{kv}") and not SYMBOL_TERMS["d_k"].search("d_model")
+    assert SYMBOL_TERMS["d_ff"].search(r"d_\text{ff}") and not SYMBOL_TERMS["d_ff"].search(r"d_\text{model}")
 
 
 def first_uses(path: Path, terms: list[str]) -> dict[str, str | None]:
@@ -108,3 +158,49 @@ def test_first_use_of_each_term_links_to_the_glossary(built_book, docname):
         if anchor != expected:
             wrong.append(f"{term}（第一次出现{'链接到 #' + anchor if anchor else '没有链接'}，应链接到 #{expected}）")
     assert not wrong, f"{docname}：这些术语第一次出现时没有链接到术语表：" + "；".join(wrong)
+
+
+@pytest.mark.parametrize("docname", [d for d in toc_docnames() if d not in SKIP_PAGES])
+def test_first_use_of_each_symbol_links_to_the_glossary(built_book, docname):
+    """d_model、d_k、d_ff 在每页第一次出现的行内公式（或文字）链接到术语表。"""
+    entries = glossary_entries(built_book)
+    wrong = []
+    for term, (text, anchor) in first_symbol_uses(built_book.html / f"{docname}.html").items():
+        expected = entries[term][0]
+        if anchor != expected:
+            wrong.append(f"{term}（第一次出现在“{text[:40]}”，{'链接到 #' + anchor if anchor else '没有链接'}，"
+                         f"应链接到 #{expected}）")
+    assert not wrong, f"{docname}：这些符号第一次出现时没有链接到术语表：" + "；".join(wrong)
+
+
+def _first_body_page(built_book, body: list[str]) -> dict[str, int]:
+    """每个术语从第 1 节起第一次出现在第几页（body 里的下标）。"""
+    first: dict[str, int] = {}
+    for i, docname in enumerate(body):
+        path = built_book.html / f"{docname}.html"
+        for term in first_uses(path, PROSE_TERMS + ["头数"]):
+            first.setdefault(term, i)
+        for term in first_symbol_uses(path):
+            first.setdefault(term, i)
+    return first
+
+
+def test_glossary_entries_are_grouped_by_the_page_of_first_appearance(built_book):
+    """术语表开头的承诺：条目按它们从第 1 节起第一次出现的那一页排列（同一页里的先后不限）。"""
+    names = toc_docnames()
+    body = [d for d in names[names.index("book/s1_intuition"):] if d not in SKIP_PAGES]
+    first = _first_body_page(built_book, body)
+    order = [t for t in glossary_entries(built_book) if t not in ORDER_SKIP]
+    missing = [t for t in order if t not in first]
+    assert not missing, f"这些术语从第 1 节起在正文里一次也没出现：{missing}"
+    pages = [first[t] for t in order]
+    wrong = [f"{order[k + 1]}（第一次出现在 {body[pages[k + 1]]}）排在 {order[k]}（{body[pages[k]]}）后面"
+             for k in range(len(order) - 1) if pages[k + 1] < pages[k]]
+    assert not wrong, "术语表的顺序和正文的出场顺序不符：" + "；".join(wrong)
+
+
+def test_glossary_opening_states_the_order_and_the_linking_rule(built_book):
+    doc = soup(built_book.html / "book" / "glossary.html")
+    opening = " ".join(p.get_text() for p in articles(doc)[0].find_all("p", recursive=True)[:2])
+    assert "第一次出现" in opening and "第 1 节" in opening, opening
+    assert "链接" in opening and "d_k" in opening, opening

@@ -131,10 +131,10 @@ def test_score_weight_default_readout_is_minigpts_numbers(figures):
 def test_saturation_starts_at_the_pages_d_k_with_its_numbers(figures):
     r = cases.saturation(64)
     first, second = readout("s2-softmax-saturation", figures)
-    assert first == (f"d_k = 64　这一次抽样的最大权重：不缩放 {r.max_weight:.2f}，"
-                     f"除以 √d_k 后 {r.scaled_max_weight:.2f}")
+    assert first == (f"dₖ = 64　这一次抽样的最大权重：不缩放 {r.max_weight:.2f}，"
+                     f"除以 √dₖ 后 {r.scaled_max_weight:.2f}")
     assert second == (f"1000 次抽样的最大权重中位数：不缩放 {r.median_max_weight:.2f}，"
-                      f"除以 √d_k 后 {r.scaled_median_max_weight:.2f}")
+                      f"除以 √dₖ 后 {r.scaled_median_max_weight:.2f}")
 
 
 def test_every_saturation_step_is_computed_by_minigpt(figures):
@@ -144,7 +144,7 @@ def test_every_saturation_step_is_computed_by_minigpt(figures):
     assert [int(d) for d in shown] == list(interactive.SATURATION_DKS)
     for step, d_k in enumerate(interactive.SATURATION_DKS):
         r = cases.saturation(d_k)
-        for variant, w in (("不缩放", r.weights), ("除以 √d_k", r.scaled_weights)):
+        for variant, w in (("不缩放", r.weights), ("除以 √dₖ", r.scaled_weights)):
             got = [b["weight"] for b in bars if b["step"] == step and b["variant"] == variant]
             assert got == pytest.approx(w.tolist(), abs=1e-12), (d_k, variant)
 

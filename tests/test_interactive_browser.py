@@ -117,7 +117,7 @@ def test_widget_renders_with_chinese_controls_and_shares_number_and_caption(
         assert re.search(r"[\u4e00-\u9fff]", label), f"SVG 没有中文说明：{label!r}"
         # 控件：每个都有中文的名字，都能用 Tab 键到达
         names = root.locator(".vega-bind-name").all_inner_texts()
-        assert names and all(re.search(r"[\u4e00-\u9fff]|query|key|d_k", n) for n in names)
+        assert names and all(re.search(r"[\u4e00-\u9fff]|query|key|d_k|dₖ", n) for n in names)
         controls = root.locator(".vega-bindings input, .vega-bindings select")
         assert controls.count() >= 1
         for i in range(controls.count()):
@@ -181,10 +181,10 @@ def test_score_weight_cells_by_keyboard_and_mouse(browser, site, screenshots):
 
 def saturation_lines(d_k: int) -> list[str]:
     r = cases.saturation(d_k)
-    return [f"d_k = {d_k}　这一次抽样的最大权重：不缩放 {r.max_weight:.2f}，"
-            f"除以 √d_k 后 {r.scaled_max_weight:.2f}",
+    return [f"dₖ = {d_k}　这一次抽样的最大权重：不缩放 {r.max_weight:.2f}，"
+            f"除以 √dₖ 后 {r.scaled_max_weight:.2f}",
             f"{r.n_trials} 次抽样的最大权重中位数：不缩放 {r.median_max_weight:.2f}，"
-            f"除以 √d_k 后 {r.scaled_median_max_weight:.2f}"]
+            f"除以 √dₖ 后 {r.scaled_median_max_weight:.2f}"]
 
 
 def test_softmax_saturation_slider_by_keyboard_and_mouse(browser, site, screenshots):

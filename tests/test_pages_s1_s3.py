@@ -161,10 +161,27 @@ def test_s1_data_flow_figure(built_book):
     assert_figures(page, {"fig-s1-qkv-flow": "1.1"})
     fig = soup(page.path).find("figure", id="fig-s1-qkv-flow")
     alt = fig.find("img")["alt"]
-    for word in ("W_Q", "W_K", "W_V", "softmax", "注意力分数", "注意力权重"):
+    for word in ("W_Q", "W_K", "W_V", "softmax", "缩放后的分数", "注意力权重"):
         assert word in alt, word
+    assert "注意力分数" not in alt  # 图里那一格是除以 √d_k 之后的分数，术语“注意力分数”专指未缩放的 QKᵀ
     caption = fig.find("figcaption").get_text()
     assert "Query" in caption and "Value" in caption
+
+
+def test_s1_question_on_the_two_thes_holds_with_and_without_the_causal_mask(built_book):
+    from minigpt.attention import causal_mask, scaled_dot_product_attention
+
+    ex = make_toy_example(("the", "cat", "sat", "on", "the", "mat"), d_model=4, d_k=4, seed=42)
+    _, full = scaled_dot_product_attention(ex.Q, ex.K, ex.V)
+    _, causal = scaled_dot_product_attention(ex.Q, ex.K, ex.V, causal_mask(6))
+    # 不遮蔽：每一行给位置 0 与位置 4 的 the 同样的权重；遮蔽：位置 0–3 看不到第二个 the
+    assert torch.allclose(full[:, 0], full[:, 4])
+    assert (causal[:4, 4] == 0).all() and (causal[:4, 0] > 0).all()
+    assert torch.allclose(causal[4:, 0], causal[4:, 4])
+    answer = self_check(load(built_book, "s1_intuition"))[0][1]
+    for value in (f"{full[2, 0]:.3f}", f"{causal[2, 0]:.3f}", f"{causal[5, 0]:.3f}"):
+        assert value in answer, (value, answer)
+    assert "遮蔽" in answer and "位置编码" in answer
 
 
 def test_s1_ends_with_self_check(built_book):
@@ -229,22 +246,34 @@ def test_s2_scales_the_toy_example_before_the_d_k_64_digression(built_book):
 
 
 def test_s2_gives_the_softmax_formula_and_minus_infinity(built_book):
-    part = section(built_book, "s2_scaled_dot_product", "第三步：softmax 把分数变成权重")
+    part = section(built_book, "s2_scaled_dot_product", "第三步：softmax 归一化")
     assert any("e^{z_j}" in m and r"\sum" in m for m in part.math)
     assert any(r"e^{-\infty} = 0" in m for m in part.math)
     assert re.search(r"按公式手算 the 的一行: tensor\(\[0\.2454, 0\.2811, 0\.4735\]\)", part.text)
 
 
-def test_s2_step4_separates_projection_from_mixing(built_book):
+def test_s2_step4_shows_each_output_row_is_a_convex_combination_of_the_rows_of_v(built_book):
     torch, ex, w = _toy()
     out = w @ ex.V
-    projection = (ex.V[0] - ex.X[0]).norm().item()
-    mixing = (out[0] - ex.V[0]).norm().item()
-    assert projection > mixing  # 正文说“大半要算在 W_V 头上”
+    # 正文的结论：权重非负、每行和为 1，所以输出的每个分量都夹在 V 同一列的最小值与最大值之间
+    assert (w >= 0).all() and torch.allclose(w.sum(-1), torch.ones(3))
+    low, high = ex.V.min(0).values, ex.V.max(0).values
+    assert ((out >= low) & (out <= high)).all()
+    # 权重只由 Q、K 决定：W_V 乘以 2，权重不变、输出翻倍（想一想第 3 题）
+    w2 = torch.softmax(ex.Q @ ex.K.T / 2, -1)
+    assert torch.allclose(w2, w) and torch.allclose(w2 @ (2 * ex.V), 2 * out)
     part = section(built_book, "s2_scaled_dot_product", "第四步：用权重混合 V")
-    assert f"{projection:.4f}" in part.pasted and f"{mixing:.4f}" in part.pasted
-    assert f"{ex.V[0, 0].item():.4f}" in part.pasted
-    assert re.search(r"V\[0\]\s+the 的 Value:\s*tensor\(\[0\.1041", part.text)
+    assert re.search(r"与函数结果相同:\s*True", part.text)
+    assert re.search(r"输出的每个分量都在这两者之间:\s*True", part.text)
+    # 固定 V、只换权重：[1, 0, 0] 给出 V[0]，平均分配给出 V 三行的平均，页面把两者并排打印
+    printed = re.sub(r"\s+", "", part.text)  # torch 按列宽补空格，比较时不计空白
+
+    def row(t):
+        return "[" + ",".join(f"{v:.4f}" for v in t.tolist()) + "]"
+    assert printed.count(row(ex.V[0])) >= 2, row(ex.V[0])
+    assert printed.count(row(ex.V.mean(0))) >= 2, row(ex.V.mean(0))
+    assert "距离" not in part.text or "不可靠" in part.text  # 不再拿 X 与 V 之间的距离当证据
+    assert any(r"A_{ij}" in m and "V_j" in m for m in part.math)
 
 
 def test_s2_formulas_keep_the_square_root(built_book):

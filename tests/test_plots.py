@@ -1,6 +1,7 @@
 """配图：每个函数返回 Figure、坐标轴个数对、绘制时没有任何警告（包括 Glyph missing）、中文字体生效。"""
 
 import io
+import re
 import warnings
 
 import matplotlib
@@ -8,6 +9,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from matplotlib.font_manager import FontProperties, findfont
 
 from minigpt import plots
@@ -78,6 +80,25 @@ def test_plot_returns_figure_without_warnings(name):
     assert len(fig.axes) == n_axes
 
 
+def _outside_math(text: str) -> str:
+    """去掉 mathtext 公式（$...$）之后剩下的文字。"""
+    return re.sub(r"\$[^$]*\$", "", text)
+
+
+def test_outside_math_keeps_only_plain_text():
+    assert _outside_math(r"理论值 $d_k$，d_k") == "理论值 ，d_k"
+    assert _outside_math(r"$\sqrt{d_k}$") == ""
+
+
+@pytest.mark.parametrize("name", [*CASES, "qkv_dataflow_diagram"])
+def test_figure_text_writes_d_k_as_math(name):
+    """正文把 d_k 写成公式 $d_k$：图里的标题、图例、坐标轴、方框文字也一样，不出现带下划线的 “d_k”。"""
+    make = plots.qkv_dataflow_diagram if name == "qkv_dataflow_diagram" else CASES[name][0]
+    fig = make()
+    raw = [t.get_text() for t in fig.findobj(Text) if "d_k" in _outside_math(t.get_text())]
+    assert not raw, f"{name} 的图里有没写成公式的 d_k：{raw}"
+
+
 def test_heatmap_annotates_every_cell_with_two_decimals():
     fig = plots.attention_heatmap(_weights(), LABELS, LABELS)
     texts = {t.get_text() for t in fig.axes[0].texts}
@@ -146,8 +167,11 @@ def test_qkv_dataflow_diagram_draws_every_stage_with_canonical_terms():
         fig.savefig(io.BytesIO(), format="svg")
     texts = [t.get_text() for t in fig.axes[0].texts]
     joined = " ".join(texts)
-    for label in ("W_Q", "W_K", "W_V", "Query", "Key", "Value", "注意力分数", "softmax", "注意力权重", "AV"):
+    for label in ("W_Q", "W_K", "W_V", "Query", "Key", "Value", "缩放后的分数", "softmax", "注意力权重", "AV"):
         assert label in joined, label
+    # 第 2 节和术语表里“注意力分数”是未缩放的 QKᵀ：图里除以 √d_k 之后的那一格不能叫这个名字
+    scaled = [t for t in texts if r"\sqrt{d_k}" in t]
+    assert scaled and all("注意力分数" not in t for t in scaled), scaled
     assert "attention" not in joined.lower()  # 图里用中文术语，不混用英文
 
 

@@ -17,10 +17,11 @@ import torch.nn.functional as F
 
 
 # ---------------------------------------------------------------- 四步
+# 第 2 节 缩放点积注意力逐个展示下面四个函数的源码。
 
 
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """第 1 步：注意力分数 S = Q Kᵀ（见第 2 节 缩放点积注意力）。
+    """第 1 步：注意力分数 S = Q Kᵀ。
 
     q: [..., seq_q, d_k]，k: [..., seq_k, d_k] → [..., seq_q, seq_k]。
     """
@@ -29,23 +30,22 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 
 def scale_scores(scores: torch.Tensor, d_k: int) -> torch.Tensor:
-    """第 2 步：除以 √d_k，把点积的方差拉回 1
-    （见第 2 节 缩放点积注意力「缩放」）。
+    """第 2 步：分数除以 √d_k。
+
+    q、k 的分量独立、均值 0、方差 1 时，q·k 的方差是 d_k；
+    除以 √d_k 之后方差是 1，不再随 d_k 变。
     """
     return scores / math.sqrt(d_k)
 
 
 def softmax_weights(scores: torch.Tensor) -> torch.Tensor:
-    """第 3 步：对最后一维做 softmax，每行加起来等于 1
-    （见第 2 节 缩放点积注意力）。
-    """
+    """第 3 步：对最后一维做 softmax，每行加起来等于 1。"""
     _check_no_fully_masked_row(scores)
     return F.softmax(scores, dim=-1)
 
 
 def weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """第 4 步：用注意力权重混合 V，output = A V
-    （见第 2 节 缩放点积注意力）。
+    """第 4 步：用注意力权重混合 V，output = A V。
 
     weights: [..., seq_q, seq_k]，v: [..., seq_k, d_v] → [..., seq_q, d_v]。
     """
@@ -183,17 +183,17 @@ def check_mask_shape(mask: torch.Tensor, scores_shape: Sequence[int]) -> None:
 
 
 # ---------------------------------------------------------------- 合起来
+# 第 2 节 缩放点积注意力展示这个函数；mask 参数在第 3 节 因果遮蔽讲。
 
 
 def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                  mask: torch.Tensor | None = None,
                                  ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V
-    （见第 2 节 缩放点积注意力、第 3 节 因果遮蔽）。
+    """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V。
 
     q: [..., seq_q, d_k]，k: [..., seq_k, d_k]，v: [..., seq_k, d_v]，
     前面可以有任意 batch / head 维。
-    mask: 可选，1 / True = 可以看，能广播到 [..., seq_q, seq_k]。
+    mask: 可选，1 / True = 可以看，能广播到 [..., seq_q, seq_k]（见第 3 节）。
     返回 (output [..., seq_q, d_v], weights [..., seq_q, seq_k])。
     """
     _check_k_v(k, v)

@@ -19,9 +19,9 @@ ID2WORD: dict[int, str] = {i: w for w, i in VOCAB.items()}
 UNK_ID: int = VOCAB["[UNK]"]
 
 
+# 第 1 节 注意力在做什么展示 encode 和 make_toy_example 的源码。
 def encode(words: str | Sequence[str]) -> list[int]:
-    """把词序列变成 token id 列表；词表外的词记作 [UNK]
-    （见第 1 节 注意力在做什么）。
+    """把词序列变成 token id 列表；词表外的词记作 [UNK]。
 
     words 可以是一个字符串（按空白切分），也可以是词的列表。
     """
@@ -64,8 +64,7 @@ class ToyExample:
 
 def make_toy_example(words: str | Sequence[str] = ("the", "cat", "sat"),
                      d_model: int = 4, d_k: int = 4, seed: int = 42) -> ToyExample:
-    """按正文的顺序造出 X、Q、K、V
-    （见第 1 节 注意力在做什么、第 2 节 缩放点积注意力）。
+    """按正文的顺序造出 X、Q、K、V；第 2 节 缩放点积注意力沿用同一组对象。
 
     顺序是：设种子 → nn.Embedding → 三个 nn.Linear（W_Q、W_K、W_V）。
     顺序一变，随机数就被别的参数取走，数字就和正文对不上了。

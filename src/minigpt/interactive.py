@@ -293,7 +293,7 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
     for step, d_k in enumerate(d_k_values):
         r = softmax_saturation(d_k=d_k, n_keys=n_keys, seed=seed, n_trials=n_trials)
         panels = (("不缩放", r.weights, r.max_weight, r.grad_norm),
-                  ("除以 √d_k", r.scaled_weights, r.scaled_max_weight,
+                  ("除以 √dₖ", r.scaled_weights, r.scaled_max_weight,
                    r.scaled_grad_norm))
         for variant, w, top, grad in panels:
             # 每栏的标题与静态图相同：最大权重和灵敏度（softmax 雅可比的范数）
@@ -302,16 +302,16 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
                       "title": title, "desc": f"{variant}，Key {k}：权重 {v:.4f}"}
                      for k, v in enumerate(_values(w))]
         rows.append({"step": step, "text": (
-            f"d_k = {d_k}　这一次抽样的最大权重：不缩放 {r.max_weight:.2f}，"
-            f"除以 √d_k 后 {r.scaled_max_weight:.2f}\n"
+            f"dₖ = {d_k}　这一次抽样的最大权重：不缩放 {r.max_weight:.2f}，"
+            f"除以 √dₖ 后 {r.scaled_max_weight:.2f}\n"
             f"{n_trials} 次抽样的最大权重中位数：不缩放 {r.median_max_weight:.2f}，"
-            f"除以 √d_k 后 {r.scaled_median_max_weight:.2f}")})
-    param, shown = _step_bind("dk", "d_k（拖动滑块或按方向键）",
+            f"除以 √dₖ 后 {r.scaled_median_max_weight:.2f}")})
+    param, shown = _step_bind("dk", "dₖ（拖动滑块或按方向键）",
                               [str(d) for d in d_k_values], d_k_values.index(start))
     spec = {
         "description": (f"两幅柱状图：同一个 Query 对 {n_keys} 个 Key 的 "
                         "softmax 权重，"
-                        "左边不缩放，右边除以 √d_k。滑块选 d_k；"
+                        "左边不缩放，右边除以 √dₖ。滑块选 dₖ；"
                         "图下方读出两边的最大权重。"),
         "config": _config(),
         "params": [param],
@@ -320,7 +320,7 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
             {"data": {"values": bars},
              "transform": [{"filter": "datum.step == dk"}],
              "facet": {"column": {"field": "variant", "type": "nominal",
-                                  "sort": ["不缩放", "除以 √d_k"], "title": None,
+                                  "sort": ["不缩放", "除以 √dₖ"], "title": None,
                                   "header": {"labels": False}}},
              "spec": {
                  "width": 230, "height": 170,
@@ -332,7 +332,7 @@ def saturation_explorer(static: Figure, alt: str, d_k_values=SATURATION_DKS,
                      "y": {"field": "weight", "type": "quantitative",
                            "scale": {"domain": [0, 1]}, "title": "softmax 权重"},
                      "color": {"field": "variant", "type": "nominal",
-                               "scale": {"domain": ["不缩放", "除以 √d_k"],
+                               "scale": {"domain": ["不缩放", "除以 √dₖ"],
                                          "range": [RNN_COLOR, ATTN_COLOR]},
                                "legend": None},
                      "tooltip": [{"field": "key", "title": "Key"},

@@ -214,26 +214,26 @@ def head_weights(weights_per_head: ArrayLike, labels: Sequence[str]) -> Figure:
 
 
 def variance_vs_dk(stats: Sequence[DotProductStat]) -> Figure:
-    """点积方差随 d_k 增长，除以 √d_k 后回到 1
-    （见第 2 节 缩放点积注意力「缩放」）。
+    """图 2.1：不缩放时点积的方差与 d_k 成正比，缩放后与 d_k 无关
+    （见第 2 节 缩放点积注意力「为什么偏偏是 √d_k」）。
 
     stats: `experiments.dot_product_stats` 的结果。
     """
     d = np.array([s.d_k for s in stats], dtype=float)
     fig, ax = _new()
-    ax.plot(d, d, color="gray", linewidth=5, alpha=0.35, label="理论值 d_k")
+    ax.plot(d, d, color="gray", linewidth=5, alpha=0.35, label=r"理论值 $d_k$")
     ax.plot(d, np.ones_like(d), color="gray", linewidth=5, alpha=0.35, linestyle=":",
             label="理论值 1")
     ax.plot(d, [s.var_unscaled for s in stats], "o-", color=RNN_COLOR,
-            label="Var(q·k)：不缩放")
+            label=r"$\mathrm{Var}(q \cdot k)$：不缩放")
     ax.plot(d, [s.var_scaled for s in stats], "s-", color=ATTN_COLOR,
-            label="Var(q·k / √d_k)：缩放后")
+            label=r"$\mathrm{Var}(q \cdot k / \sqrt{d_k})$：缩放后")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xticks(d, labels=[str(int(x)) for x in d])
-    ax.set_xlabel("d_k（向量维度）")
+    ax.set_xlabel(r"$d_k$（Query、Key 的维度）")
     ax.set_ylabel("点积的方差（对数轴）")
-    ax.set_title("维度越高，点积的方差越大；除以 √d_k 把它拉回 1")
+    ax.set_title(r"不缩放：方差与 $d_k$ 成正比；缩放后：与 $d_k$ 无关，停在 1")
     ax.grid(True, alpha=0.3)
     ax.legend()
     return fig
@@ -250,7 +250,7 @@ def softmax_saturation_plot(result: SoftmaxSaturation) -> Figure:
     panels = (
         (result.weights, result.max_weight, result.grad_norm, "不缩放", RNN_COLOR),
         (result.scaled_weights, result.scaled_max_weight, result.scaled_grad_norm,
-         "除以 √d_k", ATTN_COLOR),
+         r"除以 $\sqrt{d_k}$", ATTN_COLOR),
     )
     for ax, (w, top, grad, name, color) in zip(axes, panels):
         ax.bar(keys, _np(w), color=color)
@@ -260,7 +260,7 @@ def softmax_saturation_plot(result: SoftmaxSaturation) -> Figure:
         ax.set_ylim(0, 1)
         ax.grid(True, axis="y", alpha=0.3)
     axes[0].set_ylabel("softmax 权重")
-    fig.suptitle(f"d_k = {result.d_k}：不缩放时 softmax 几乎只选一个 Key")
+    fig.suptitle(f"$d_k = {result.d_k}$：不缩放时 softmax 几乎只选一个 Key")
     return fig
 
 
@@ -590,7 +590,7 @@ def qkv_dataflow_diagram() -> Figure:
         _arrow(ax, (2.4, 4.2), (3.4, y + 0.8))
         _arrow(ax, (5.3, y + 0.8), (6.2, y + 0.8))
     # Q、K → 注意力分数 → softmax → 注意力权重
-    scores = "注意力分数\n" + r"$QK^\top/\sqrt{d_k}$"
+    scores = "缩放后的分数\n" + r"$QK^\top/\sqrt{d_k}$"
     _flow_box(ax, (9.6, 4.9), 2.5, 1.6, scores, match, 10)
     _arrow(ax, (8.6, 7.2), (9.6, 6.0))
     _arrow(ax, (8.6, 4.2), (9.6, 5.4))
