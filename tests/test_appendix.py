@@ -1,4 +1,4 @@
-"""附录「RNN 与 Transformer 对比」的渲染结果（via built_book）。
+"""附录「梯度能否传回远处」的渲染结果（via built_book）。
 
 数字本身由 minigpt.experiments 算出（见 tests/test_source_numbers.py）；这里检查它们真的出现在页面上，
 图都在、都有编号并在正文里被引用，路径长度的表也在。
@@ -39,7 +39,7 @@ def _prose(soup) -> str:
 
 def test_title(page):
     _, soup = page
-    assert soup.find("h1").get_text(strip=True).startswith("附录：RNN 与 Transformer 对比")
+    assert soup.find("h1").get_text(strip=True).startswith("附录：梯度能否传回远处")
 
 
 def test_printed_losses_and_gradients(page):
@@ -135,8 +135,8 @@ def test_mask_convention_and_careful_conclusion(page):
     assert "等于 torch.triu(..., diagonal=1): True" in out
     prose = _prose(soup)
     assert "路径长度都是 1" in prose
-    assert "路径短并不保证它大" in prose
-    assert "要看模型参数、这段输入，以及由这两者算出的权重" in prose
+    assert "一步就到，不等于到的时候分量很足" in prose
+    assert "权重由参数和输入一起算出" in prose
 
 
 def test_orders_of_magnitude_named_in_the_prose_hold():

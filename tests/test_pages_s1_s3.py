@@ -303,7 +303,7 @@ def test_s2_ends_with_self_check(built_book):
 
 def test_summary_follows_one_token_through_the_block(built_book):
     page = load(built_book, "summary")
-    assert page.title.endswith("小结")
+    assert page.title.endswith("全章回顾")
     walk = section(built_book, "summary", "在一个 Block 里经历了什么")
     order = ["Query", "注意力分数", "注意力权重", "因果遮蔽", "多头注意力", "前馈网络", "残差连接", "LayerNorm"]
     positions = [walk.text.index(term) for term in order]

@@ -196,7 +196,7 @@ def test_s4_ends_with_self_check(built_book):
 
 def test_s5_has_its_own_title_equation_and_one_token_shapes(built_book):
     page = load(built_book, "s5_ffn")
-    assert page.title.endswith("前馈网络：逐个位置的加工")
+    assert page.title.endswith("前馈网络：注意力之后的两层小网络")
     assert any(r"\max(0" in m and "W_1" in m and "W_2" in m for m in page.math)
     assert "(5.1)" in page.text
     assert "[1.0, -0.5, 0.3, 2.0]" in page.text
@@ -282,7 +282,7 @@ def test_s4_s5_visible_code_glues_nothing_and_prose_says_因果遮蔽(built_book
 
 def test_s6_title_diagram_and_equations(built_book):
     page = load(built_book, "s6_block")
-    assert page.title.endswith("Transformer Block 的组装")
+    assert page.title.endswith("Transformer Block：把注意力和 FFN 接起来")
     assert_figures(page, {"fig-s6-encdec": "6.1", "fig-s6-block": "6.2"})
     assert any("LayerNorm" in m and r"\mathrm{MHA}" in m and "mask" in m for m in page.math)
     assert any("LayerNorm" in m and r"\mathrm{FFN}(x')" in m for m in page.math)
@@ -396,7 +396,7 @@ def test_s6_ends_with_three_self_check_questions_and_collapsed_answers(built_boo
 
 def test_summary_links_every_section(built_book):
     page = load(built_book, "summary")
-    assert page.title.endswith("小结")
+    assert page.title.endswith("全章回顾")
     for doc in SECTION_DOCS:
         assert _links_to(page, doc), f"小结没有链接到 {doc}"
     assert "Mini-GPT" in page.text and "-\\infty" in " ".join(page.math)

@@ -1,4 +1,4 @@
-"""书中的数值实验（见第 2 节「缩放」、第 6 节、附录 RNN 与 Transformer 对比）。
+"""书中的数值实验（见第 2 节「缩放」、第 6 节、附录 梯度能否传回远处）。
 
 第 2 节：为什么除以 √d_k——点积方差随 d_k 增长、不缩放时 softmax 饱和。
 第 6 节：只沿残差路径反传，比较 Post-LN 与 Pre-LN。
@@ -25,7 +25,7 @@ from .layers import FeedForward, MultiHeadAttention
 @dataclass(frozen=True, eq=False, kw_only=True)
 class RNNGradients:
     """一次 RNN 梯度实验的全部结果
-    （见附录 RNN 与 Transformer 对比「量一量：RNN 的梯度能传多远」）。
+    （见附录 梯度能否传回远处「量一量：RNN 的梯度能传多远」）。
     """
 
     model: nn.RNN
@@ -69,7 +69,7 @@ def rnn_input_gradients(
 
 def rnn_length_sweep(lengths: Sequence[int] = (10, 20, 40, 80), input_dim: int = 4,
                      hidden_dim: int = 8, seed: int = 42) -> dict[int, torch.Tensor]:
-    """同样配置的 RNN 换不同序列长度，每次都重新设种子，参数因此相同。
+    """对每个长度重设种子、重建 RNN，所以各长度下的模型参数相同。
 
     输入只抽一次：按最长的长度抽，较短的序列取它的开头一段，
     所以各个长度之间只差在后面接了多少个 token。
@@ -86,7 +86,7 @@ def rnn_length_sweep(lengths: Sequence[int] = (10, 20, 40, 80), input_dim: int =
 @dataclass(frozen=True, eq=False, kw_only=True)
 class AttentionGradients:
     """一次注意力梯度实验的全部结果
-    （见附录 RNN 与 Transformer 对比「换成注意力」）。
+    （见附录 梯度能否传回远处「换成注意力」）。
     """
 
     model: nn.MultiheadAttention
@@ -135,7 +135,7 @@ def attention_input_gradients(
 
 def cumulative_mass(grad_norms: torch.Tensor) -> torch.Tensor:
     """梯度的累计占比：先归一化成总和为 1，再累加
-    （见附录 RNN 与 Transformer 对比「梯度落在前半段还是后半段」）。
+    （见附录 梯度能否传回远处「梯度落在前半段还是后半段」）。
     """
     mass = grad_norms / grad_norms.sum()
     return torch.cumsum(mass, dim=0)
@@ -143,7 +143,7 @@ def cumulative_mass(grad_norms: torch.Tensor) -> torch.Tensor:
 
 def first_half_share(grad_norms: torch.Tensor) -> float:
     """前 seq_len // 2 个位置拿到的梯度占总量的比例，0..1
-    （见附录 RNN 与 Transformer 对比「梯度落在前半段还是后半段」）。
+    （见附录 梯度能否传回远处「梯度落在前半段还是后半段」）。
     """
     half = grad_norms.shape[0] // 2
     return (grad_norms[:half].sum() / grad_norms.sum()).item()
@@ -152,7 +152,7 @@ def first_half_share(grad_norms: torch.Tensor) -> float:
 @dataclass(frozen=True, kw_only=True)
 class FirstPositionVsLength:
     """不同长度下位置 0 的梯度范数，以及注意力那一侧拆开来的两个因子
-    （见附录 RNN 与 Transformer 对比）。
+    （见附录 梯度能否传回远处）。
     """
 
     lengths: tuple[int, ...]
@@ -169,7 +169,7 @@ def first_position_gradient_vs_length(
     dtype: torch.dtype = torch.float32,
 ) -> FirstPositionVsLength:
     """序列变长时，最早位置收到的梯度：RNN 按指数衰减，注意力只是被更多位置分摊
-    （见附录 RNN 与 Transformer 对比）。
+    （见附录 梯度能否传回远处）。
 
     两种模型都用附录的配置与种子；输入按最长的长度各抽一次，较短的序列取开头一段。
     float32 下 RNN 在长度 160 时，位置 0 的梯度 x.grad 约为 1e-36，本身仍能用
@@ -197,7 +197,7 @@ def first_position_gradient_vs_length(
 
 def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     """log y 对 log x 的最小二乘斜率：y ≈ c·x^k 时返回 k
-    （见附录 RNN 与 Transformer 对比）。
+    （见附录 梯度能否传回远处）。
     """
     lx = torch.tensor([math.log(x) for x in xs], dtype=torch.float64)
     ly = torch.tensor([math.log(y) for y in ys], dtype=torch.float64)

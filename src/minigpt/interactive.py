@@ -448,7 +448,7 @@ def head_selector(weights_per_head, labels, static: Figure, alt: str,
 def path_length_slider(result, static: Figure, alt: str, start: int | None = None,
                        name: str = "ap-path-length") -> InteractiveFigure:
     """滑块选序列长度，看位置 0 收到的梯度：RNN 与注意力，纵轴对数
-    （见附录 RNN 与 Transformer 对比，补充实验）。
+    （见附录 梯度能否传回远处，补充实验）。
 
     result: `experiments.first_position_gradient_vs_length` 的结果
     （页面算好的那一份）。

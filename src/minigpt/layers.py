@@ -1,5 +1,5 @@
 """多头注意力、前馈网络与 Transformer Block
-（见第 4 节 多头注意力、第 5 节 FFN、第 6 节 Transformer Block 的组装）。
+（见第 4 节 多头注意力、第 5 节 FFN、第 6 节 Transformer Block）。
 
 写法参照 nanoGPT 的 model.py：一个类只讲一件事，forward 尽量短。
 注意力的数学只在 `minigpt.attention.scaled_dot_product_attention` 里写一遍。
@@ -168,11 +168,13 @@ class NaiveMultiHeadAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """前馈网络：Linear 升维 → ReLU → Linear 降维，每个位置各算各的。"""
+    """前馈网络：fc1 从 d_model 升到 d_ff，ReLU，fc2 降回 d_model；
+    位置之间不交换信息（见第 5 节 前馈网络）。
+    """
 
     def __init__(self, d_model: int, d_ff: int | None = None):
         super().__init__()
-        d_ff = d_ff or 4 * d_model  # 默认扩 4 倍
+        d_ff = d_ff or 4 * d_model  # 不给 d_ff 时取 4·d_model
         self.d_model = d_model
         self.d_ff = d_ff
         self.fc1 = nn.Linear(d_model, d_ff)

@@ -269,7 +269,7 @@ def softmax_saturation_plot(result: SoftmaxSaturation) -> Figure:
 
 def gradient_curve(grad_norms: ArrayLike, title: str, logy: bool = False) -> Figure:
     """每个输入位置的梯度范数曲线
-    （见附录 RNN 与 Transformer 对比「画成曲线」）。
+    （见附录 梯度能否传回远处「画成曲线」）。
     """
     g = _np(grad_norms)
     pos = np.arange(len(g))
@@ -287,7 +287,7 @@ def gradient_curve(grad_norms: ArrayLike, title: str, logy: bool = False) -> Fig
 
 def length_sweep(results: Mapping[int, ArrayLike]) -> Figure:
     """不同序列长度下 RNN 的梯度，横轴为相对位置，纵轴对数
-    （见附录 RNN 与 Transformer 对比「换几种长度」）。
+    （见附录 梯度能否传回远处「换几种长度」）。
 
     results: {长度: 梯度范数}，即 `experiments.rnn_length_sweep` 的结果。
     """
@@ -297,7 +297,7 @@ def length_sweep(results: Mapping[int, ArrayLike]) -> Figure:
     ax.set_yscale("log")
     ax.set_xlabel("相对位置（0 = 开头，1 = 结尾）")
     ax.set_ylabel("输入梯度范数（对数轴）")
-    ax.set_title("序列越长，开头位置的梯度越小")
+    ax.set_title("四种长度下 RNN 的输入梯度（对数纵轴）")
     ax.grid(True, alpha=0.3)
     ax.legend()
     return fig
@@ -305,7 +305,7 @@ def length_sweep(results: Mapping[int, ArrayLike]) -> Figure:
 
 def rnn_vs_attention(rnn_grads: ArrayLike, attn_grads: ArrayLike) -> Figure:
     """RNN 与注意力从最后一个位置反传的梯度对比，纵轴对数
-    （见附录 RNN 与 Transformer 对比）。
+    （见附录 梯度能否传回远处）。
     """
     fig, ax = _new()
     for g, name, color in ((rnn_grads, "RNN", RNN_COLOR),
@@ -315,7 +315,7 @@ def rnn_vs_attention(rnn_grads: ArrayLike, attn_grads: ArrayLike) -> Figure:
     ax.set_yscale("log")
     ax.set_xlabel("序列位置")
     ax.set_ylabel("输入梯度范数（对数轴）")
-    ax.set_title("从最后一个位置反传：RNN 与注意力")
+    ax.set_title("RNN 与注意力：各输入位置收到的梯度")
     ax.grid(True, alpha=0.3)
     ax.legend()
     return fig
@@ -323,7 +323,7 @@ def rnn_vs_attention(rnn_grads: ArrayLike, attn_grads: ArrayLike) -> Figure:
 
 def last_token_weights(weights: ArrayLike) -> Figure:
     """最后一个 token 对每个位置的注意力权重
-    （见附录 RNN 与 Transformer 对比「位置 79 把权重分给了谁」）。
+    （见附录 梯度能否传回远处「位置 79 把权重分给了谁」）。
     """
     w = _np(weights)
     pos = np.arange(len(w))
@@ -333,15 +333,15 @@ def last_token_weights(weights: ArrayLike) -> Figure:
     ax.axhline(1 / len(w), color="gray", linestyle="--", label=f"平均分配 1/{len(w)}")
     ax.set_xlabel("Key 位置")
     ax.set_ylabel("注意力权重")
-    ax.set_title("最后一个 token 的注意力权重")
+    ax.set_title("末尾的 Query 分给各位置的权重")
     ax.grid(True, alpha=0.3)
     ax.legend()
     return fig
 
 
 def cumulative_mass_plot(rnn_grads: ArrayLike, attn_grads: ArrayLike) -> Figure:
-    """梯度累计占比：曲线越晚抬起，梯度越集中在末尾
-    （见附录 RNN 与 Transformer 对比「梯度落在前半段还是后半段」）。
+    """梯度累计占比：从位置 0 起依次累加每个位置分到的份额
+    （见附录 梯度能否传回远处「梯度落在前半段还是后半段」）。
     """
     fig, ax = _new()
     for g, name, color in ((rnn_grads, "RNN", RNN_COLOR),
@@ -356,7 +356,7 @@ def cumulative_mass_plot(rnn_grads: ArrayLike, attn_grads: ArrayLike) -> Figure:
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("序列位置")
     ax.set_ylabel("累计梯度占比")
-    ax.set_title("梯度集中在哪里？")
+    ax.set_title("从位置 0 起累加的梯度份额")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left")
     return fig
@@ -364,7 +364,7 @@ def cumulative_mass_plot(rnn_grads: ArrayLike, attn_grads: ArrayLike) -> Figure:
 
 def first_position_vs_length(result: FirstPositionVsLength) -> Figure:
     """位置 0 的梯度随序列长度的变化，纵轴对数
-    （见附录 RNN 与 Transformer 对比，补充实验）。
+    （见附录 梯度能否传回远处，补充实验）。
 
     result: `experiments.first_position_gradient_vs_length` 的结果。
     float32 下梯度本身仍可表示，但求范数时各分量的平方下溢，范数算成 0；
@@ -433,7 +433,7 @@ def _residual(ax, y_from, y_to, x_right=8.5):
 
 def transformer_block_diagram() -> Figure:
     """Post-LN Transformer Block 结构图：自下而上，两条残差旁路
-    （见第 6 节 Transformer Block 的组装）。
+    （见第 6 节 Transformer Block）。
     """
     fig, ax = plt.subplots(figsize=(6.0, 7.0), layout="constrained")
     ax.set_xlim(0, 10.5)
@@ -479,7 +479,7 @@ def _stack_box(ax, x, y, w, h, text, color, dashed=False):
 
 def encoder_decoder_diagram() -> Figure:
     """原论文的编码器—解码器结构（自下而上），标出 GPT 只保留的那一侧
-    （见第 6 节 Transformer Block 的组装）。
+    （见第 6 节 Transformer Block）。
 
     左边一摞是编码器层，右边一摞是解码器层；解码器每层比编码器多一个
     读编码器输出的交叉注意力子层。GPT 去掉编码器，也就去掉了这个子层。
