@@ -1,6 +1,7 @@
 """配图：每个函数返回 Figure、坐标轴个数对、绘制时没有任何警告（包括 Glyph missing）、中文字体生效。"""
 
 import io
+import re
 import warnings
 
 import matplotlib
@@ -45,10 +46,10 @@ CASES = {
     "masked_vs_unmasked": (lambda: plots.masked_vs_unmasked(_weights(), _weights(True), LABELS), 3),
     "mask_matrix": (lambda: plots.mask_matrix(causal_mask(3), LABELS), 1),
     "leak_training": (lambda: plots.leak_training(
-        LeakRun(masked=False, losses=[2.3, 1.0, 0.4], next_weight=[0.12, 0.8, 0.98],
-                chance_loss=2.30, eval_loss_masked=4.6),
-        LeakRun(masked=True, losses=[2.3, 2.3, 2.3], next_weight=[0.0, 0.0, 0.0],
-                chance_loss=2.30, eval_loss_masked=2.3)), 2),
+        LeakRun(masked=False, seq_len=8, losses=[2.3, 1.0, 0.4], next_weight=[0.12, 0.8, 0.98],
+                chance_loss=2.30, eval_loss_masked=4.6, eval_loss_by_position=[0.0] * 7 + [2.3]),
+        LeakRun(masked=True, seq_len=8, losses=[2.3, 2.3, 2.3], next_weight=[0.0, 0.0, 0.0],
+                chance_loss=2.30, eval_loss_masked=2.3, eval_loss_by_position=[2.3] * 8)), 2),
     "head_weights": (lambda: plots.head_weights(torch.stack([_weights(), _weights(True)]), LABELS), 3),
     "variance_vs_dk": (lambda: plots.variance_vs_dk(dot_product_stats(n_samples=500)), 1),
     "softmax_saturation_plot": (lambda: plots.softmax_saturation_plot(softmax_saturation(n_trials=50)), 2),
@@ -62,6 +63,7 @@ CASES = {
         FirstPositionVsLength(lengths=(10, 20, 40), rnn=(1e-4, 1e-9, 0.0),
                               attention=(1e-3, 5e-4, 2e-4))), 1),
     "transformer_block_diagram": (plots.transformer_block_diagram, 1),
+    "multihead_diagram": (plots.multihead_diagram, 1),
 }
 
 
@@ -102,6 +104,27 @@ def test_block_diagram_uses_the_book_terms():
     for label in ("Add & Norm", "前馈网络", "多头注意力", "因果遮蔽", "× N", "残差"):
         assert label in texts
     assert texts.count("Add & Norm") == 2
+
+
+def test_leak_plot_draws_the_unmasked_floor_ln10_over_seq_len():
+    make, _ = CASES["leak_training"]
+    fig = make()
+    lines = {line.get_label(): line.get_ydata()[0] for line in fig.axes[0].get_lines()}
+    assert lines["瞎猜：ln 10"] == pytest.approx(2.30)
+    assert lines["不遮蔽的下限：ln 10 / 8"] == pytest.approx(2.30 / 8)
+
+
+def test_multihead_diagram_shows_heads_concat_and_output_projection():
+    fig = plots.multihead_diagram()
+    texts = " ".join(t.get_text() for t in fig.axes[0].texts)
+    for label in ("头 1", "头 2", "头 $h$", "缩放点积注意力", "拼接", "W^O", "W_1^Q", "W_h^V",
+                  r"[n,\ d_k]", r"h\,d_k", "输出"):
+        assert label in texts, label
+    assert texts.count("缩放点积注意力") == 3
+    # d_k、d_model 只出现在 mathtext（$...$）里，不以带下划线的原始写法出现
+    outside_math = re.sub(r"\$[^$]*\$", "", texts)
+    assert "d_k" not in outside_math and "d_model" not in outside_math, outside_math
+    assert "attention" not in texts.lower()
 
 
 def test_cjk_font_is_in_use(font_path):
