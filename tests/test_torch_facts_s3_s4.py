@@ -1,8 +1,12 @@
-"""第 3 节提示框“本书的遮蔽矩阵交给 PyTorch”里每一句关于 PyTorch 的话，对照 torch 本身检查。
+"""第 3、4 节里每一句关于 PyTorch 的话，对照 torch 本身检查。
+
+第 3 节提示框“把本书的遮蔽矩阵交给 PyTorch 之前”：
 
 本书 `causal_mask` 返回 int64，1 = 可以看；PyTorch 的两个接口对它各有各的反应：
 原样传入就报错，`.bool()` 之后一个同向一个反向，`.float()` 之后被当成加到分数上的偏置；
 整行被遮住时，softmax 和 nn.MultiheadAttention 给 NaN，F.scaled_dot_product_attention 给 0。
+
+第 4 节：nn.MultiheadAttention 只支持平均分，每个头 embed_dim // num_heads 维，不能整除就报错。
 """
 
 import pytest
@@ -160,3 +164,20 @@ def test_fully_masked_row_raises_a_chinese_error_in_minigpt():
 def test_causal_mask_never_masks_a_whole_row():
     for n in (1, 2, 7):
         assert (causal_mask(n).sum(dim=-1) >= 1).all()
+
+
+# ---------------------------------------------------------------- 第 4 节
+
+
+def test_nn_multihead_attention_splits_embed_dim_evenly_across_heads():
+    for embed_dim, heads in ((8, 2), (768, 12), (512, 8)):
+        m = nn.MultiheadAttention(embed_dim, heads)
+        assert m.head_dim == embed_dim // heads
+        # Q、K、V 三个投影都是 embed_dim → embed_dim，没有单独设每头宽度的参数
+        assert tuple(m.in_proj_weight.shape) == (3 * embed_dim, embed_dim)
+        assert tuple(m.out_proj.weight.shape) == (embed_dim, embed_dim)
+
+
+def test_nn_multihead_attention_rejects_embed_dim_not_divisible_by_heads():
+    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
+        nn.MultiheadAttention(512, 7)
