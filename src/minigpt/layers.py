@@ -49,7 +49,7 @@ class MultiHeadAttention(nn.Module):
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_k = d_model // num_heads  # 每个头的维度
-        # 所有头的 Q/K/V 投影合并成一个 d_model → d_model 的矩阵
+        # 各头的 W_i^Q 并排成一个 d_model → d_model 的矩阵（K、V 同理）
         self.W_Q = nn.Linear(d_model, d_model)
         self.W_K = nn.Linear(d_model, d_model)
         self.W_V = nn.Linear(d_model, d_model)
@@ -64,7 +64,7 @@ class MultiHeadAttention(nn.Module):
 
     def merge_heads(self, t: torch.Tensor) -> torch.Tensor:
         """[batch, heads, seq, d_k] → [batch, seq, d_model]：
-        把各头的输出拼回来。
+        split_heads 的逆操作，各头的 d_k 维首尾相接。
         """
         batch, _, seq, _ = t.shape
         return t.transpose(1, 2).contiguous().view(batch, seq, self.d_model)

@@ -186,7 +186,7 @@ def leak_training(unmasked: LeakRun, masked: LeakRun) -> Figure:
     ax_loss.axhline(unmasked.chance_loss / unmasked.seq_len, color=RNN_COLOR,
                     linestyle=":", label=f"不遮蔽的下限：ln 10 / {unmasked.seq_len}")
     ax_loss.set_title("训练损失")
-    ax_w.set_title("位置 i 分给位置 i+1 的权重")
+    ax_w.set_title("每个位置分给下一个位置的平均权重")
     ax_w.set_ylim(-0.03, 1.03)
     for ax in (ax_loss, ax_w):
         ax.set_xlabel("训练步数")
