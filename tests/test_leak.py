@@ -44,6 +44,18 @@ def test_without_mask_the_last_position_cannot_copy_so_the_loss_floor_is_ln10_ov
     assert sum(unmasked.eval_loss_by_position) / n > floor
 
 
+def test_without_mask_the_weight_climbs_while_the_loss_falls(runs):
+    """正文：右图权重曲线爬升的那一段，对着的正是左图损失曲线下落的那一段。"""
+    unmasked, _ = runs
+    w, loss = unmasked.next_weight, unmasked.losses
+    half = next(i for i, v in enumerate(w) if v > 0.5)   # 权重爬到一半的那一步
+    start, end = loss[0], sum(loss[-20:]) / 20
+    share = (start - loss[half]) / (start - end)           # 这时损失已经降了多少
+    assert 0.2 < share < 0.8, (half, share)
+    # 权重基本不动的最后 40 步里，损失也基本不动
+    assert max(w[-40:]) - min(w[-40:]) < 0.05 and max(loss[-40:]) - min(loss[-40:]) < 0.3
+
+
 def test_with_mask_nothing_leaks_and_the_loss_stays_at_chance(runs):
     _, masked = runs
     assert max(masked.next_weight) == 0.0

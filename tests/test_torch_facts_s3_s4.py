@@ -181,3 +181,48 @@ def test_nn_multihead_attention_splits_embed_dim_evenly_across_heads():
 def test_nn_multihead_attention_rejects_embed_dim_not_divisible_by_heads():
     with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
         nn.MultiheadAttention(512, 7)
+
+
+def test_minus_infinity_gives_an_exact_zero_weight():
+    """第 3 节：e^{-inf} 在浮点运算里就是 0，被遮的权重是精确的 0。"""
+    assert torch.exp(torch.tensor(float("-inf"))).item() == 0.0
+    w = torch.softmax(torch.tensor([0.3, 0.5, float("-inf")]), dim=-1)
+    assert w[2].item() == 0.0 and abs(w.sum().item() - 1) < 1e-6
+
+
+def test_float32_minimum_as_mask_value_also_gives_zero_weight():
+    """第 3 节“想一想”2：用 float32 能表示的最小值代替 -inf，算出的权重同样是 0。"""
+    tiny = torch.finfo(torch.float32).min
+    assert torch.exp(torch.tensor(tiny)).item() == 0.0
+    w = torch.softmax(torch.tensor([0.3, 0.5, tiny]), dim=-1)
+    assert w[2].item() == 0.0
+
+
+def test_nn_linear_has_a_bias_by_default_and_stores_the_transpose():
+    """第 4 节：nn.Linear 默认 bias=True；weight 的形状是 [out, in]，计算的是 x Wᵀ + b。"""
+    torch.manual_seed(0)
+    lin = nn.Linear(8, 4)
+    assert lin.bias is not None and tuple(lin.weight.shape) == (4, 8)
+    x = torch.randn(3, 8)
+    assert torch.allclose(lin(x), x @ lin.weight.T + lin.bias)
+
+
+def test_transpose_moves_no_data_view_refuses_and_reshape_copies():
+    """第 4 节 merge_heads：transpose 只改 stride；view 拒绝不连续的张量；reshape 会自己复制。"""
+    attn = torch.arange(40.0).view(1, 2, 5, 4)
+    moved = attn.transpose(1, 2)
+    assert moved.data_ptr() == attn.data_ptr() and not moved.is_contiguous()
+    assert moved.stride() == (40, 4, 20, 1)
+    with pytest.raises(RuntimeError):
+        moved.view(1, 5, 8)
+    flat = moved.reshape(1, 5, 8)
+    assert flat.data_ptr() != attn.data_ptr()
+    assert torch.equal(flat, moved.contiguous().view(1, 5, 8))
+
+
+def test_width_names_of_the_table_are_the_real_parameter_names():
+    """第 4 节表 4.1：nn.Transformer 叫 d_model，nn.MultiheadAttention 叫 embed_dim。"""
+    import inspect
+    assert "d_model" in inspect.signature(nn.Transformer).parameters
+    assert "embed_dim" in inspect.signature(nn.MultiheadAttention).parameters
+    assert "num_heads" in inspect.signature(nn.MultiheadAttention).parameters
