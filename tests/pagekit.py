@@ -164,17 +164,17 @@ def plain(html: str) -> str:
 def self_check(page: Page) -> list[tuple[str, str]]:
     """页面末尾“想一想”一节里的（问题, 答案）对，按顺序。
 
-    要求：它是正文最后一个二级标题，或者后面只跟着“练习”一节；每道题是一个编号列表项，紧跟一个标题为“答案”的折叠块
-    （`admonition` + `dropdown`）；没有落单的问题或答案。
+    要求：它是正文最后一个二级标题，或者后面只跟着一节开放的“练习”；每道题是一个编号列表项，
+    紧跟一个标题为“答案”的折叠块（`admonition` + `dropdown`）；没有落单的问题或答案。
     """
     html = page.path.read_text(encoding="utf-8")
     article = html[html.index("<article"):html.index("</article>")]
     heads = [m.start() for m in re.finditer(r"<h2[ >]", article)]
     start = next((h for h in heads if "想一想<" in article[h:h + 200]), None)
     assert start is not None, f"{page.path.name} 没有“想一想”一节"
-    # 之后只许跟着“练习”（开放题，不配答案）
     after = [h for h in heads if h > start]
-    assert all("练习<" in article[h:h + 200] for h in after), f"{page.path.name} 的“想一想”之后还有别的小节"
+    assert all("练习<" in article[h:h + 200] for h in after) and len(after) <= 1, \
+        f"{page.path.name} 的“想一想”后面只能跟一节“练习”"
     section = article[start:after[0] if after else len(article)]
     pairs = re.findall(
         r'<ol class="arabic simple"(?: start="\d+")?>\s*<li>(.*?)</li>\s*</ol>\s*'

@@ -78,7 +78,7 @@ def test_apply_mask_accepts_bool_and_numeric_masks():
 def test_fully_masked_row_raises_and_names_the_row():
     q, k, v = _qkv((3, 4), torch.float32)
     mask = torch.tensor([[1, 0, 0], [0, 0, 0], [1, 1, 1]])
-    with pytest.raises(ValueError, match=r"第 1 行.*-inf.*NaN"):
+    with pytest.raises(ValueError, match=r"(?s)第 1 行.*-inf.*NaN"):  # 一句一行
         scaled_dot_product_attention(q, k, v, mask)
     qb, kb, vb = _qkv((2, 2, 3, 4), torch.float32)
     bad = causal_mask(3).expand(2, 2, 3, 3).clone()

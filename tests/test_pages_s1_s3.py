@@ -347,16 +347,16 @@ def test_s3_every_position_has_a_question_and_the_last_one_predicts_past_the_sen
         assert row == [str(i), " ".join(words[:i + 1]), words[i + 1]], row
     assert rows[-1][:2] == ["5", "the cat sat on the mat"] and "句子后面" in rows[-1][2], rows[-1]
     # 正文说清最后一个位置在训练时和生成时各猜什么
-    last = _paragraph_with(page, "最后一个位置 mat")
+    last = _paragraph_with(page, "答案不在这句话里")
     assert "训练时" in last and "生成时" in last, last
 
 
 def test_s3_leak_is_any_nonzero_weight_and_training_would_grow_it(built_book):
     page = load(built_book, "s3_causal_mask")
-    leak = _paragraph_with(page, "只要未来 token 的权重不是 0")
+    leak = _paragraph_with(page, "未来位置的权重只要不是 0")
     # 这一段引用的是 glue 进来的、cat 分给 sat 的权重（示意分数的 softmax）
     toy = torch.softmax(torch.tensor([0.3, 0.5, 0.8]), dim=-1)
-    assert f"占了 {toy[2].item():.2f}" in leak, leak
+    assert f"以 {toy[2].item():.2f} 的权重" in leak, leak
     assert "最大" not in leak, "泄露与份额是否最大无关"
     assert "梯度下降" in leak and "加大这份权重" in leak, leak
 
@@ -400,22 +400,96 @@ def test_s3_ends_with_self_check(built_book):
     assert f"{leaked:.2f}" in zero[1], zero
 
 
-def test_s3_leak_experiment_prose_agrees_with_its_printed_output(built_book):
-    page = load(built_book, "s3_causal_mask")
+def _leak_printout(page):
+    """两次训练打印出的数：瞎猜的损失，以及每次的权重、训练损失、各位置损失、加遮蔽后的损失。"""
     out = re.search(
         r"瞎猜的损失 ln 10 = (\S+)\s+不遮蔽\s+分给下一个位置的权重: (\S+) → (\S+)\s+"
-        r"训练损失: \S+ → (\S+)\s+加上遮蔽在新数据上测: (\S+)\s+因果遮蔽\s+"
-        r"分给下一个位置的权重: \S+ → \S+\s+训练损失: \S+ → (\S+)", page.text)
+        r"训练损失: \S+ → (\S+)\s+新数据上各位置的损失: \[([^\]]*)\]\s+加上遮蔽在新数据上测: (\S+)\s+"
+        r"因果遮蔽\s+分给下一个位置的权重: \S+ → \S+\s+训练损失: \S+ → (\S+)\s+"
+        r"新数据上各位置的损失: \[([^\]]*)\]", page.text)
     assert out, "没有打印出两次训练的结果"
-    chance, w0, w1, loss, ev, masked_loss = out.groups()
-    assert chance == f"{math.log(10):.2f}"
+    chance, w0, w1, loss, by_pos, ev, masked_loss, masked_by_pos = out.groups()
+    return dict(chance=chance, w0=w0, w1=w1, loss=loss, ev=ev, masked_loss=masked_loss,
+                by_pos=[float(v) for v in by_pos.split(",")],
+                masked_by_pos=[float(v) for v in masked_by_pos.split(",")])
+
+
+def test_s3_leak_experiment_prose_agrees_with_its_printed_output(built_book):
+    page = load(built_book, "s3_causal_mask")
+    r = _leak_printout(page)
+    assert r["chance"] == f"{math.log(10):.2f}"
     # 正文里的数就是打印出来的数（glue），并且结论和这些数相符
-    para = _paragraph_with(page, "全是抄来的")
-    assert f"从 {w0} 涨到了 {w1}" in para and f"降到 {loss}，远低于瞎猜的 {chance}" in para, para
-    assert float(w1) > 0.9 and float(loss) < float(chance) / 3
+    para = _paragraph_with(page, "只能是抄来的")
+    assert f"从 {r['w0']} 涨到 {r['w1']}" in para, para
+    assert f"降到 {r['loss']}，远低于瞎猜的 {r['chance']}" in para, para
+    assert float(r["w1"]) > 0.9 and float(r["loss"]) < float(r["chance"]) / 3
     para = _paragraph_with(page, "诚实的成绩")
-    assert f"自始至终是 0.00" in para and f"停在 {masked_loss}" in para and f"损失是 {ev}，比瞎猜还差" in para
-    assert abs(float(masked_loss) - float(chance)) < 0.1 and float(ev) > float(chance)
+    assert "自始至终是 0.00" in para and f"停在 {r['masked_loss']}" in para, para
+    assert f"损失是 {r['ev']}，比瞎猜还差" in para, para
+    assert abs(float(r["masked_loss"]) - float(r["chance"])) < 0.1 and float(r["ev"]) > float(r["chance"])
+    # “每个位置都在 ln 10 附近”
+    assert all(abs(v - math.log(10)) < 0.1 for v in r["masked_by_pos"]), r["masked_by_pos"]
+
+
+def test_s3_leak_text_matches_the_code_9_drawn_8_fed_and_the_last_position_cannot_cheat(built_book):
+    """每条样本抽 seq_len + 1 个、送进 seq_len 个；最后一个位置无处可抄，不遮蔽的损失下限是 ln 10 / seq_len。"""
+    from minigpt.leak import train_next_token
+    import inspect
+    seq_len = inspect.signature(train_next_token).parameters["seq_len"].default
+    page = load(built_book, "s3_causal_mask")
+    data = _paragraph_with(page, "均匀、独立地抽取")
+    assert f"由 {seq_len + 1} 个 token 组成" in data and f"前 {seq_len} 个送进模型" in data, data
+    r = _leak_printout(page)
+    assert len(r["by_pos"]) == len(r["masked_by_pos"]) == seq_len
+    *copied, last = r["by_pos"]
+    floor = math.log(10) / seq_len
+    para = _paragraph_with(page, "无处可抄")
+    assert f"第 {seq_len + 1} 个 token" in para and f"前 {seq_len - 1} 个位置" in para, para
+    assert f"最后一个位置是 {last:.2f}，不比瞎猜的 {r['chance']} 好" in para, para
+    assert f"约 {floor:.2f}" in para, para
+    # 结论和数相符：最后一个位置不比瞎猜好，其余位置抄到了，训练损失停在下限上方不远处
+    assert last >= float(r["chance"]) - 0.005
+    assert sum(copied) / len(copied) < 0.1
+    assert floor < float(r["loss"]) < floor + 0.15
+
+
+def test_s3_warning_box_states_each_torch_behaviour_and_the_page_shows_it(built_book):
+    page = load(built_book, "s3_causal_mask")
+    # 提示框里的每条说法（各条都由 tests/test_torch_mask_conventions.py 对照 torch 检查）
+    for claim in ("causal_mask 返回 int64 张量", "原样传入会报错", "AssertionError", "RuntimeError",
+                  ".bool() 之后两个接口方向相反", "True 表示不许看", ".float() 之后什么也没遮住",
+                  "加到分数上的偏置", "need_weights=True", "输出和权重都是 NaN", "这一行的输出为 0"):
+        assert claim in page.text, claim
+    # 页面上的代码把它们演示出来
+    assert "nn.MultiheadAttention 收到 int64: only bool and floating types of attn_mask are supported" \
+        in page.text
+    assert "F.scaled_dot_product_attention 收到 int64: RuntimeError" in page.text
+    assert re.search(r"torch\.softmax 的第 0 行: tensor\(\[nan, nan, nan\]\)", page.text)
+    assert re.search(r"F\.scaled_dot_product_attention 第 0 行的输出: tensor\(\[0\., 0\., 0\., 0\.\]\)",
+                     page.text)
+    assert re.search(r"nn\.MultiheadAttention 第 0 行的权重: tensor\(\[nan, nan, nan\]\)", page.text)
+    # .bool() 交给 nn.MultiheadAttention：权重落在未来，最后一行整行 NaN
+    flipped = re.search(r"收到 mask\.bool\(\) 的权重:\s*tensor\(\[\[(.*?)\]\]\)", page.text, re.S)
+    assert flipped, "没有打印 .bool() 之后的权重"
+    rows = [r.strip(" []\n,") for r in flipped.group(1).split("],")]
+    assert rows[-1].replace(" ", "") == "nan,nan,nan", rows
+    assert float(rows[0].split(",")[0]) == 0.0
+
+
+def test_s3_fully_masked_row_error_is_printed_whole_and_without_layout_code(built_book):
+    """minigpt 的报错原样打印（一句一行），页面上没有 textwrap 之类的排版代码。"""
+    import torch as _torch
+    from minigpt.attention import softmax_weights
+    page = load(built_book, "s3_causal_mask")
+    assert "textwrap" not in page.text
+    try:
+        softmax_weights(_torch.tensor([[float("-inf")] * 3, [0.0, 1.0, 2.0], [0.0, 1.0, 2.0]]))
+    except ValueError as err:
+        lines = str(err).splitlines()
+    assert len(lines) >= 3
+    for line in lines[:-1]:
+        assert line in page.text, line
+        assert line.endswith("。"), line  # 每行是一句完整的话
 
 
 def test_s3_figures(built_book):

@@ -63,10 +63,19 @@ def test_s4_title_and_width_names_table(built_book):
 
 def test_s4_head_widths_of_real_models_are_computed_and_cited(built_book):
     page = load(built_book, "s4_multi_head")
-    # 代码按公开的 d_model 与头数算出每个头的宽度
-    for name, d_model, h in (("原论文 base", 512, 8), ("GPT-2 small", 768, 12), ("GPT-3 175B", 12288, 96)):
-        row = rf"{re.escape(name)}\s+d_model =\s+{d_model}\s+h =\s+{h}\s+d_k = {d_model // h}"
+    # 代码按公开的 d_model 与头数算出每个头的宽度；T5 v1.1 small 的每头宽度另给，拼起来不等于 d_model
+    for name, d_model, h, d_k in (("原论文 base", 512, 8, 64), ("GPT-2 small", 768, 12, 64),
+                                  ("GPT-3 175B", 12288, 96, 128), ("T5 v1.1 small", 512, 6, 64)):
+        row = (rf"{re.escape(name)}\s+d_model =\s+{d_model}\s+h =\s+{h}\s+d_k =\s+{d_k}"
+               rf"\s+h·d_k =\s+{h * d_k}")
         assert re.search(row, page.text), name
+    # 平均分是常见做法、nn.MultiheadAttention 只支持这一种，不是“几乎所有实现”
+    prose = prose_text(page)
+    assert "几乎所有实现" not in prose
+    para = next(p for p in _paragraphs(page) if "T5 v1.1" in p and "nn.MultiheadAttention" in p)
+    assert "最常见" in para and "只支持这一种" in para and "384" in page.pasted, para
+    # “GPT-3 每层 96 个头、每个头 128 维”是 glue 进来的
+    assert "96" in page.pasted and "128" in page.pasted, page.pasted
     # 给出这些尺寸的那一段引用了 GPT-2、GPT-3 的论文
     para = next(p for p in _paragraphs(page) if "GPT-3" in p and "GPT-2" in p)
     assert "Radford" in para and "Brown" in para, para
@@ -92,6 +101,8 @@ def test_s4_single_head_sat_row_is_glued_from_the_computation(built_book):
 def test_s4_parameter_counts(built_book):
     page = load(built_book, "s4_multi_head")
     assert str(_n_params(torch.nn.Linear(8, 8))) in page.pasted
+    lin = torch.nn.Linear(8, 8)
+    assert str(lin.weight.numel()) in page.pasted and str(lin.bias.numel()) in page.pasted
     assert str(_n_params(MultiHeadAttention(8, 2))) in page.pasted
     assert _n_params(MultiHeadAttention(8, 2)) == _n_params(NaiveMultiHeadAttention(8, 2))
     for name in ("class AttentionHead", "class NaiveMultiHeadAttention", "def split_heads",
@@ -156,7 +167,7 @@ def test_s4_illustration_is_labelled_and_real_heads_are_shown(built_book):
         assert abs(sum(weights.values()) - 1) < 1e-9, row
         assert max(weights, key=weights.get) == top and row[4].startswith(f"{top} 最高") or \
             (top == "sat" and row[4].startswith("自己最高")), row
-    assert_figures(page, {"fig-s4-heads": "4.1"})
+    assert_figures(page, {"fig-s4-schematic": "4.1", "fig-s4-heads": "4.2"})
     # 图旁边正文里的每个头的 sat 行，和种子 42 的 mha 算出来的一致
     _, mha = _seeded_x_and(lambda: MultiHeadAttention(8, 2))
     ex8 = make_toy_example(d_model=8, d_k=8)
@@ -170,17 +181,22 @@ def test_s4_illustration_is_labelled_and_real_heads_are_shown(built_book):
 def test_s4_shape_flow_is_printed_by_code(built_book):
     page = load(built_book, "s4_multi_head")
     flow = re.search(
-        r"x\s+torch\.Size\(\[1, 5, 8\]\)\s+"
-        r"Q = W_Q\(x\)\s+torch\.Size\(\[1, 5, 8\]\)\s+"
-        r"split_heads\(Q\)\s+torch\.Size\(\[1, 2, 5, 4\]\)\s+"
-        r"attn \(per head\)\s+torch\.Size\(\[1, 2, 5, 4\]\)\s+"
-        r"merge_heads\(attn\)\s+torch\.Size\(\[1, 5, 8\]\)\s+"
-        r"W_O\(concat\)\s+torch\.Size\(\[1, 5, 8\]\)",
+        r"\[1, 5, 8\]\s+x\s+"
+        r"\[1, 5, 8\]\s+Q = W_Q\(x\)\s+"
+        r"\[1, 2, 5, 4\]\s+split_heads\(Q\)\s+"
+        r"\[1, 2, 5, 4\]\s+attn：每个头的输出\s+"
+        r"\[1, 5, 8\]\s+merge_heads\(attn\)\s+"
+        r"\[1, 5, 8\]\s+W_O\(concat\)",
         page.text,
     )
     assert flow, "没有按顺序打印出数据流的每一步形状"
+    assert "per head" not in page.text  # 输出标签用中文
     assert "[batch, 2, seq_len, 4]" in page.text  # 数据流表
-    assert "输入: torch.Size([1, 5, 8])  →  输出: torch.Size([1, 5, 8])" in page.text
+    assert "表 4.3" in page.text and any("多头注意力的数据流" in c for c in page.chunks)
+    # 正文里的形状是 glue 进来的，不是手抄的
+    for shape in ("[1, 2, 5, 4]", "[1, 5, 8]"):
+        assert shape in page.pasted, (shape, page.pasted)
+    assert re.search(r"x 的形状: \[1, 5, 8\]\s+输出的形状: \[1, 5, 8\]", page.text)
 
 
 def test_s4_ends_with_self_check(built_book):

@@ -47,10 +47,10 @@ CASES = {
     "masked_vs_unmasked": (lambda: plots.masked_vs_unmasked(_weights(), _weights(True), LABELS), 3),
     "mask_matrix": (lambda: plots.mask_matrix(causal_mask(3), LABELS), 1),
     "leak_training": (lambda: plots.leak_training(
-        LeakRun(masked=False, losses=[2.3, 1.0, 0.4], next_weight=[0.12, 0.8, 0.98],
-                chance_loss=2.30, eval_loss_masked=4.6),
-        LeakRun(masked=True, losses=[2.3, 2.3, 2.3], next_weight=[0.0, 0.0, 0.0],
-                chance_loss=2.30, eval_loss_masked=2.3)), 2),
+        LeakRun(masked=False, seq_len=8, losses=[2.3, 1.0, 0.4], next_weight=[0.12, 0.8, 0.98],
+                chance_loss=2.30, eval_loss_masked=4.6, eval_loss_by_position=[0.0] * 7 + [2.3]),
+        LeakRun(masked=True, seq_len=8, losses=[2.3, 2.3, 2.3], next_weight=[0.0, 0.0, 0.0],
+                chance_loss=2.30, eval_loss_masked=2.3, eval_loss_by_position=[2.3] * 8)), 2),
     "head_weights": (lambda: plots.head_weights(torch.stack([_weights(), _weights(True)]), LABELS), 3),
     "variance_vs_dk": (lambda: plots.variance_vs_dk(dot_product_stats(n_samples=500)), 1),
     "softmax_saturation_plot": (lambda: plots.softmax_saturation_plot(softmax_saturation(n_trials=50)), 2),
@@ -65,6 +65,7 @@ CASES = {
                               attention=(1e-3, 5e-4, 2e-4))), 1),
     "transformer_block_diagram": (plots.transformer_block_diagram, 1),
     "encoder_decoder_diagram": (plots.encoder_decoder_diagram, 1),
+    "multihead_diagram": (plots.multihead_diagram, 1),
 }
 
 
@@ -134,6 +135,27 @@ def test_encoder_decoder_diagram_has_cross_attention_only_in_the_decoder():
         assert label in joined, label
     assert joined.count("Add & Norm") == 5   # 编码器每层 2 个，解码器每层 3 个
     assert sum("交叉注意力" in t for t in texts) == 1
+
+
+def test_leak_plot_draws_the_unmasked_floor_ln10_over_seq_len():
+    make, _ = CASES["leak_training"]
+    fig = make()
+    lines = {line.get_label(): line.get_ydata()[0] for line in fig.axes[0].get_lines()}
+    assert lines["瞎猜：ln 10"] == pytest.approx(2.30)
+    assert lines["不遮蔽的下限：ln 10 / 8"] == pytest.approx(2.30 / 8)
+
+
+def test_multihead_diagram_shows_heads_concat_and_output_projection():
+    fig = plots.multihead_diagram()
+    texts = " ".join(t.get_text() for t in fig.axes[0].texts)
+    for label in ("头 1", "头 2", "头 $h$", "缩放点积注意力", "拼接", "W^O", "W_1^Q", "W_h^V",
+                  r"[n,\ d_k]", r"h\,d_k", "输出"):
+        assert label in texts, label
+    assert texts.count("缩放点积注意力") == 3
+    # d_k、d_model 只出现在 mathtext（$...$）里，不以带下划线的原始写法出现
+    outside_math = re.sub(r"\$[^$]*\$", "", texts)
+    assert "d_k" not in outside_math and "d_model" not in outside_math, outside_math
+    assert "attention" not in texts.lower()
 
 
 def test_cjk_font_is_in_use(font_path):

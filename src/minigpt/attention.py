@@ -79,12 +79,12 @@ def _check_no_fully_masked_row(scores: torch.Tensor) -> None:
     dead = torch.isneginf(scores).all(dim=-1)  # [..., seq_q]：整行都是 -inf 的 query
     if dead.any():
         rows = [tuple(i) if len(i) > 1 else i[0] for i in dead.nonzero().tolist()]
+        # 一句一行：打印出来不会在半句话中间折行
         raise ValueError(
             f"第 {', '.join(map(str, rows[:8]))} 行的所有 key 都被遮住"
-            "（整行都是 -inf），"
-            "对全 -inf 的一行做 softmax 没有定义（会得到 NaN）；"
-            "每个 query 至少要能看到一个 key，"
-            "例如因果遮蔽矩阵的对角线必须是 1。"
+            "（整行都是 -inf）。\n"
+            "对全是 -inf 的一行做 softmax 没有定义，PyTorch 会给出 NaN。\n"
+            "每个 query 至少要能看到一个 key，例如因果遮蔽矩阵的对角线必须是 1。\n"
             f"（分数形状 {tuple(scores.shape)}，行号按 [..., seq_q] 计）"
         )
 
@@ -111,9 +111,10 @@ def _check_k_v(k: torch.Tensor, v: torch.Tensor) -> None:
 # ---------------------------------------------------------------- mask
 
 
+# 第 3 节 因果遮蔽
 def causal_mask(seq_len: int,
                 device: torch.device | str | None = None) -> torch.Tensor:
-    """因果遮蔽矩阵：下三角全 1，1 = 可以看，0 = 遮住，int64（见第 3 节 因果遮蔽）。
+    """因果遮蔽矩阵：下三角全 1，1 = 可以看，0 = 遮住，int64。
 
     第 i 行只有 0..i 列是 1：位置 i 只能看自己和前面。
     """
@@ -154,8 +155,9 @@ def to_sdpa_mask(mask: torch.Tensor) -> torch.Tensor:
     return _allowed(mask)
 
 
+# 第 3 节 因果遮蔽
 def apply_mask(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """把 mask 为 0 / False 的位置换成 -inf（见第 3 节 因果遮蔽）。
+    """把 mask 为 0 / False 的位置换成 -inf。
 
     mask 可以是 bool 或数值（非零 / True = 可以看），形状要能广播到
     scores 的形状 [..., seq_q, seq_k]，而且广播后不能让 scores 变大。

@@ -36,9 +36,9 @@ def _check_input(x: torch.Tensor, d_model: int) -> None:
         )
 
 
+# 第 4 节 多头注意力
 class MultiHeadAttention(nn.Module):
-    """多头自注意力：一个大矩阵投影，拆成 num_heads 个头各算一次 Attention
-    （见第 4 节 多头注意力）。
+    """多头自注意力：一个大矩阵投影，拆成 num_heads 个头各算一次 Attention。
 
     传入因果遮蔽矩阵时就是 GPT 用的因果自注意力（见第 3 节 因果遮蔽）。
     """
@@ -49,7 +49,7 @@ class MultiHeadAttention(nn.Module):
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_k = d_model // num_heads  # 每个头的维度
-        # 所有头的 Q/K/V 投影合并成一个 d_model → d_model 的矩阵
+        # 各头的 W_i^Q 并排成一个 d_model → d_model 的矩阵（K、V 同理）
         self.W_Q = nn.Linear(d_model, d_model)
         self.W_K = nn.Linear(d_model, d_model)
         self.W_V = nn.Linear(d_model, d_model)
@@ -57,14 +57,14 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, t: torch.Tensor) -> torch.Tensor:
         """[batch, seq, d_model] → [batch, heads, seq, d_k]：
-        只是换个形状看同一块内存（见第 4 节 多头注意力）。
+        只是换个形状看同一块内存。
         """
         batch, seq, _ = t.shape
         return t.view(batch, seq, self.num_heads, self.d_k).transpose(1, 2)
 
     def merge_heads(self, t: torch.Tensor) -> torch.Tensor:
         """[batch, heads, seq, d_k] → [batch, seq, d_model]：
-        把各头的输出拼回来（见第 4 节 多头注意力）。
+        split_heads 的逆操作，各头的 d_k 维首尾相接。
         """
         batch, _, seq, _ = t.shape
         return t.transpose(1, 2).contiguous().view(batch, seq, self.d_model)
@@ -72,8 +72,7 @@ class MultiHeadAttention(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 return_weights: bool = False,
                 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """x: [batch, seq, d_model] → [batch, seq, d_model]
-        （见第 4 节 多头注意力「完整的数据流」）。
+        """x: [batch, seq, d_model] → [batch, seq, d_model]。
 
         mask: 1 / True = 可以看；形状 [seq, seq]，
         或能广播到 [batch, heads, seq, seq]（如 [1, 1, seq, seq]）。
@@ -89,10 +88,9 @@ class MultiHeadAttention(nn.Module):
         return (out, weights) if return_weights else out
 
 
+# 第 4 节 多头注意力
 class AttentionHead(nn.Module):
-    """单个注意力头：自己的一组 W_Q、W_K、W_V，各是 d_model → d_k
-    （见第 4 节 多头注意力「什么是“头”」）。
-    """
+    """单个注意力头：自己的一组 W_Q、W_K、W_V，各是 d_model → d_k。"""
 
     def __init__(self, d_model: int, d_k: int):
         super().__init__()
@@ -110,9 +108,9 @@ class AttentionHead(nn.Module):
         )
 
 
+# 第 4 节 多头注意力
 class NaiveMultiHeadAttention(nn.Module):
-    """多头注意力的“直白写法”：每个头一组独立的小矩阵，算完拼接再过 W_O
-    （见第 4 节 多头注意力「多头在代码里怎么实现」）。
+    """多头注意力的“直白写法”：每个头一组独立的小矩阵，算完拼接再过 W_O。
 
     和 `MultiHeadAttention` 在数学上完全等价：
     大矩阵的第 h 段行就是第 h 个头的小矩阵，
@@ -132,8 +130,7 @@ class NaiveMultiHeadAttention(nn.Module):
 
     @classmethod
     def from_fused(cls, mha: MultiHeadAttention) -> "NaiveMultiHeadAttention":
-        """把合并写法的权重按头切开，复制成直白写法；两者输出相同
-        （见第 4 节 多头注意力）。
+        """把合并写法的权重按头切开，复制成直白写法；两者输出相同。
 
         nn.Linear 的 weight 形状是 [out, in]：
         第 h 个头拿 W_Q.weight 的第 h·d_k .. (h+1)·d_k 行和对应的偏置。

@@ -169,6 +169,9 @@ def leak_training(unmasked: LeakRun, masked: LeakRun) -> Figure:
     """不遮蔽 / 因果遮蔽两次训练的损失与“分给下一个位置的权重”
     （见第 3 节 因果遮蔽「训练会把偷看放大」）。
 
+    左图另画两条水平线：瞎猜的损失 ln 10，以及不遮蔽时的下限 ln 10 / seq_len
+    （最后一个位置的答案不在输入里，无处可抄）。
+
     unmasked, masked: `leak.train_next_token` 返回的 LeakRun。
     """
     fig, (ax_loss, ax_w) = _new(1, 2, figsize=(8.0, 3.4))
@@ -179,8 +182,11 @@ def leak_training(unmasked: LeakRun, masked: LeakRun) -> Figure:
         ax_w.plot(steps, run.next_weight, color=color, label=label)
     ax_loss.axhline(masked.chance_loss, color="gray", linestyle="--",
                     label="瞎猜：ln 10")
+    # 不遮蔽也抄不到最后一个位置的答案：平均损失的下限是 ln 10 / seq_len
+    ax_loss.axhline(unmasked.chance_loss / unmasked.seq_len, color=RNN_COLOR,
+                    linestyle=":", label=f"不遮蔽的下限：ln 10 / {unmasked.seq_len}")
     ax_loss.set_title("训练损失")
-    ax_w.set_title("位置 i 分给位置 i+1 的权重")
+    ax_w.set_title("每个位置分给下一个位置的平均权重")
     ax_w.set_ylim(-0.03, 1.03)
     for ax in (ax_loss, ax_w):
         ax.set_xlabel("训练步数")
@@ -207,6 +213,45 @@ def head_weights(weights_per_head: ArrayLike, labels: Sequence[str]) -> Figure:
         if h:
             ax.set_ylabel("")
     fig.colorbar(im, ax=axes[0], shrink=0.8)
+    return fig
+
+
+def multihead_diagram() -> Figure:
+    """多头注意力示意图：X 进入 h 个头，每个头用自己的 W_i^Q、W_i^K、W_i^V
+    做一次缩放点积注意力，h 个 [n, d_k] 的输出拼接后再乘 W^O（见第 4 节 多头注意力）。
+    """
+    fig, ax = plt.subplots(figsize=(9.0, 4.6), layout="constrained")
+    ax.set_xlim(0, 19.4)
+    ax.set_ylim(0, 9.2)
+    ax.axis("off")
+    match, data, out_c = "#fcd9b6", "#eeeeee", "#cde4f7"
+    n_dm = r"$[n,\ d_{\mathrm{model}}]$"
+    _flow_box(ax, (0.2, 3.9), 2.2, 1.6, "$X$\n" + n_dm, data, 11)
+    heads = {"1": 7.6, "2": 5.3, "h": 1.9}  # 每个头一行：中心的 y
+    for i, yc in heads.items():
+        ax.add_patch(FancyBboxPatch(
+            (2.9, yc - 0.95), 8.4, 1.9, boxstyle="round,pad=0.02,rounding_size=0.2",
+            facecolor="none", edgecolor="#9e9e9e", linewidth=1, linestyle="--",
+        ))
+        ax.text(3.55, yc, f"头 {i}" if i != "h" else "头 $h$", ha="center",
+                va="center", fontsize=10)
+        proj = rf"$\times\ W_{i}^Q,\ W_{i}^K,\ W_{i}^V$"
+        _flow_box(ax, (4.3, yc - 0.65), 2.9, 1.3, proj, match, 10)
+        _flow_box(ax, (7.8, yc - 0.65), 3.2, 1.3, "缩放点积注意力", match, 10)
+        _arrow(ax, (2.4, 4.7), (2.9, yc))
+        _arrow(ax, (7.2, yc), (7.8, yc))
+        _arrow(ax, (11.3, yc), (12.3, yc))
+        ax.text(11.8, yc + 0.12, r"$[n,\ d_k]$", ha="center", va="bottom",
+                fontsize=9)
+    ax.text(7.1, 3.65, r"$\vdots$", ha="center", va="center", fontsize=16)
+    _flow_box(ax, (12.3, 0.9), 2.0, 7.7, "拼接\n" + r"$[n,\ h\,d_k]$", data, 10)
+    _flow_box(ax, (15.0, 3.95), 1.5, 1.5, r"$\times\ W^O$", out_c, 11)
+    _arrow(ax, (14.3, 4.7), (15.0, 4.7))
+    _flow_box(ax, (17.1, 3.8), 2.2, 1.8, "输出\n" + n_dm, data, 10)
+    _arrow(ax, (16.5, 4.7), (17.1, 4.7))
+    ax.text(7.1, 0.35, r"每个头的投影：$d_{\mathrm{model}} \to d_k$；"
+            r"本书取 $h\,d_k = d_{\mathrm{model}}$", ha="center", va="center",
+            fontsize=9, color="#1f4e79")
     return fig
 
 
