@@ -37,8 +37,11 @@ _spec2 = importlib.util.spec_from_file_location("make_student_notebook", REPO / 
 tool = importlib.util.module_from_spec(_spec2)
 _spec2.loader.exec_module(tool)
 
-VERSION = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
-WHEEL = f"minigpt-{VERSION}-py3-none-any.whl"
+import minigpt  # noqa: E402  版本唯一的出处是 minigpt.__version__（pyproject.toml 的 version 是 dynamic）
+
+DIST = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["name"]
+VERSION = minigpt.__version__
+WHEEL = f"{DIST.replace('-', '_')}-{VERSION}-py3-none-any.whl"
 KERNEL = "minigpt-fresh-venv"
 
 
@@ -130,19 +133,18 @@ def _starter(cell) -> str | None:
 # ---------------------------------------------------------------- 作业包的内容
 
 def test_bundle_holds_notebook_versioned_wheel_and_readme(bundle):
-    import minigpt
-
-    assert VERSION == minigpt.__version__
     with zipfile.ZipFile(bundle) as zf:
         names = sorted(zf.namelist())
         assert names == sorted(f"{bundle_ext.FOLDER}/{n}" for n in ("README.md", "homework_student.ipynb", WHEEL))
         notebook = zf.read(f"{bundle_ext.FOLDER}/homework_student.ipynb")
         with zf.open(f"{bundle_ext.FOLDER}/{WHEEL}") as raw, zipfile.ZipFile(raw) as wheel:
             files = wheel.namelist()
+            metadata = f"{DIST.replace('-', '_')}-{VERSION}.dist-info/METADATA"
+            assert metadata in files
+            assert f"Name: {DIST}\nVersion: {VERSION}\n" in wheel.read(metadata).decode()
     assert notebook == (REPO / "book" / "homework_student.ipynb").read_bytes()
     for module in ("homework", "grade", "data", "attention"):
         assert f"minigpt/{module}.py" in files
-    assert f"minigpt-{VERSION}.dist-info/METADATA" in files
 
 
 def test_bundle_is_byte_identical_when_nothing_changed(bundle, tmp_path):
@@ -155,7 +157,7 @@ def test_readme_and_notebook_tell_students_to_pip_install_the_wheel(unpacked):
     assert f"pip install {WHEEL}" in readme and "Jupyter" in readme
     nb = nbformat.read(unpacked / "homework_student.ipynb", as_version=4)
     intro = nb.cells[0].source
-    assert "pip install minigpt-*.whl" in intro and "Jupyter" in intro
+    assert "pip install minigpt_book-*.whl" in intro and "Jupyter" in intro
     text = "\n".join(c.source for c in nb.cells)
     for maintainer_only in ("make html", "请不要手改", "tools/make_student_notebook", "book/homework.md", ".venv"):
         assert maintainer_only not in text, maintainer_only
