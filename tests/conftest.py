@@ -91,7 +91,7 @@ def make_mini_book(tmp: Path, pages: dict[str, str], config_changes: dict | None
     if with_package:
         shutil.copytree(REPO / "src" / "minigpt", tmp / "src" / "minigpt",
                         ignore=shutil.ignore_patterns("__pycache__"))
-        for rel in ("requirements.txt", "requirements.lock", "pyproject.toml"):
+        for rel in ("requirements.txt", "requirements.lock", "pyproject.toml", "LICENSE"):
             shutil.copy(REPO / rel, tmp / rel)
     names = list(pages)
     toc = {"format": "jb-book", "root": names[0]}
