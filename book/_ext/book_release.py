@@ -60,7 +60,7 @@ def set_version(app: Sphinx, config) -> None:
     config.html_theme_options = options
     elements = dict(config.latex_elements or {})
     elements["preamble"] = (elements.get("preamble", "")
-                            + f"\n\\newcommand\\bookeditionline{{{edition_line(version)}}}")
+                            + f"\n\\def\\bookeditionline{{{edition_line(version)}}}")
     config.latex_elements = elements
     if getattr(config, "html_baseurl", "") and not getattr(config, "ogp_site_url", ""):
         config.ogp_site_url = config.html_baseurl
