@@ -7,6 +7,7 @@ ipykernel）里，从网站上的全书笔记本包出发，每个笔记本从�
 
 from __future__ import annotations
 
+import base64
 import re
 import sys
 import zipfile
@@ -122,6 +123,11 @@ def test_glued_values_terms_and_figure_numbers_are_written_in(built_book, notebo
         assert terms <= linked, f"{doc}: 这些术语没有链到网站的术语表 {sorted(terms - linked)}"
         figures = len(page.figure_ids)
         attached = sum(len(c.get("attachments", {})) for c in nb.cells)
+        for cell in nb.cells:  # Jupyter 与 nbconvert 把附件当 base64 显示（SVG 也一样）
+            for name, bundle in cell.get("attachments", {}).items():
+                for data in bundle.values():
+                    assert base64.b64decode(data, validate=True), (doc, name)
+                assert f"attachment:{name}" in cell.source, (doc, name)
         assert attached >= figures, f"{doc}: 页面有 {figures} 张图，笔记本里只嵌了 {attached} 张"
 
 

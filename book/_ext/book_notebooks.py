@@ -271,8 +271,8 @@ class MarkdownWriter:
     def _attach(self, name: str, data: bytes, alt: str) -> str:
         mime = mimetypes.guess_type(name)[0] or "image/png"
         key = hashlib.sha256(data).hexdigest()[:12] + Path(name).suffix
-        payload = data.decode() if mime == "image/svg+xml" else base64.b64encode(data).decode()
-        self.attachments[key] = {mime: payload}
+        # 附件一律 base64（SVG 也是：Jupyter 与 nbconvert 都按 data:<类型>;base64,… 显示附件）
+        self.attachments[key] = {mime: base64.b64encode(data).decode()}
         return f"![{alt}](attachment:{key})"
 
     def _mime(self, node) -> str:
