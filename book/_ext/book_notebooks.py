@@ -94,6 +94,8 @@ class MarkdownWriter:
             source, outputs = source_cell.source, source_cell.get("outputs", [])
         self.flush()
         cell = nbformat.v4.new_code_cell(source)
+        if self.executed is not None and index is not None and index < len(self.executed.cells):
+            cell.execution_count = self.executed.cells[index].get("execution_count")
         keep = [t for t in tags if t in ("raises-exception",)]
         if keep:
             cell.metadata["tags"] = keep
