@@ -100,9 +100,15 @@ def test_code_cells_are_the_pages_visible_cells_with_the_pages_outputs(built_boo
     for doc, nb in notebooks.items():
         doc_html = pagekit.soup(built_book.html / f"{doc}.html")
         article = pagekit.articles(doc_html)[0]
-        visible = [pre.get_text() for pre in article.select("div.cell div.cell_input pre")]
+        inputs = article.select("div.cell div.cell_input pre")
+        # 正文里的代码单元成为代码单元；折叠的答案（解答、提示框）里的写成引用块里的代码
+        nested = [pre for pre in inputs if pre.find_parent(class_=["solution", "admonition", "exercise"])]
+        visible = [pre.get_text() for pre in inputs if pre not in nested]
         cells = body_code_cells(nb)
         assert [squash(c.source) for c in cells] == [squash(v) for v in visible], doc
+        quoted = squash(re.sub(r"^>[ ]?", "", markdown(nb), flags=re.M))
+        for pre in nested:
+            assert squash(pre.get_text()) in quoted, (doc, pre.get_text()[:200])
         page_outputs = squash(" ".join(o.get_text() for o in article.select("div.cell div.cell_output")))
         for cell in cells:
             for out in cell.outputs:

@@ -103,6 +103,23 @@ class MarkdownWriter:
             cell.outputs = [o for o in (_reader_output(o) for o in outputs) if o is not None]
         self.cells.append(cell)
 
+    def _nested_code(self, node) -> str:
+        """提示框或解答里的代码单元（作业页的参考答案）：写成引用块里的代码与它在构建时打印的文字，
+        不另起代码单元——它们在页面上是折叠起来的答案，不是按顺序运行的正文。"""
+        tags = (node.get("cell_metadata") or {}).get("tags", [])
+        if "remove-cell" in tags or "remove-input" in tags:
+            return ""
+        index = node.get("cell_index")
+        cell = (self.executed.cells[index] if self.executed is not None and index is not None
+                and index < len(self.executed.cells) else None)
+        source = cell.source if cell is not None else self._node_code(node)
+        parts = [f"```python\n{source}\n```"]
+        printed = "".join(o.get("text", "") for o in (cell.get("outputs", []) if cell is not None else [])
+                          if o.get("output_type") == "stream" and o.get("name") == "stdout")
+        if printed.strip():
+            parts.append(f"```text\n{printed.rstrip()}\n```")
+        return "\n\n".join(parts)
+
     @staticmethod
     def _node_code(node) -> str:
         block = node.next_node(nodes.literal_block)
@@ -191,8 +208,7 @@ class MarkdownWriter:
         if isinstance(node, nodes.transition):
             return "---"
         if isinstance(node, nodes.container) and node.get("nb_element") == "cell_code":
-            # 列表或引用块里的代码单元（本书没有）：只写源码
-            return f"```python\n{self._node_code(node)}\n```"
+            return self._nested_code(node)
         if isinstance(node, nodes.container) and node.get("nb_element", "").startswith("mime"):
             return self._mime(node)
         if isinstance(node, (nodes.container, nodes.compound, nodes.Element)) and node.children and \
