@@ -118,7 +118,7 @@ def test_code_cells_are_the_pages_visible_cells_with_the_pages_outputs(built_boo
 
 def test_glued_values_terms_and_figure_numbers_are_written_in(built_book, notebooks):
     for doc, nb in notebooks.items():
-        page = pagekit.load(built_book, doc)
+        page = pagekit.load(built_book, Path(doc).name)
         text = squash(unescape_md(markdown(nb)))
         for value in page.pasted:
             assert squash(value) in text, f"{doc}: glue 的值 {value!r} 不在笔记本里"

@@ -57,9 +57,11 @@ def test_distribution_is_minigpt_book_and_the_version_is_written_once():
 def test_site_footer_and_pdf_title_page_print_the_version(built_book, built_pdf):  # noqa: F811
     line = book_release.edition_line(VERSION)
     assert line == f"第 {VERSION.split('.')[0]} 版 · minigpt-book {VERSION}"
+    footer_line = book_release.footer_line(VERSION)
+    assert VERSION in footer_line
     for doc in toc_docnames():
         footer = pagekit.soup(built_book.html / f"{doc}.html").select_one(".extra_footer")
-        assert footer is not None and line in footer.get_text(), doc
+        assert footer is not None and footer_line in footer.get_text(), doc
     first = subprocess.run(["pdftotext", "-f", "1", "-l", "1", str(built_pdf.root / "_build" / "latex" / "book.pdf"),
                             "-"], capture_output=True, text=True, check=True).stdout
     assert squash(line) in squash(first)
@@ -69,7 +71,7 @@ def test_changelog_has_one_entry_per_edition_newest_first(built_book):
     edition = book_release.edition(VERSION)
     text = (REPO / "book" / "changelog.md").read_text(encoding="utf-8")
     assert [int(n) for n in re.findall(r"^## 第 (\d+) 版", text, re.M)] == list(range(edition, 0, -1))
-    page = pagekit.load(built_book, "book/changelog")
+    page = pagekit.load(built_book, "changelog")
     assert f"第 {edition} 版（minigpt-book {VERSION}）" in page.text
 
 
@@ -88,8 +90,8 @@ def test_licence_citation_and_credit_to_the_source_tutorial(built_book):
     assert cff["cff-version"] == "1.2.0" and cff["title"] and cff["authors"]
     assert set(cff["license"]) == {"CC-BY-SA-4.0", "MIT"}
     source = "《Attention 机制与 Transformer Block》"
-    assert source in pagekit.load(built_book, "book/index").text
-    references = pagekit.load(built_book, "book/references").text
+    assert source in pagekit.load(built_book, "index").text
+    references = pagekit.load(built_book, "references").text
     assert source in references and "作者不详" in references
     bib = (REPO / "book" / "references.bib").read_text(encoding="utf-8")
     entry = bib[bib.index("source_tutorial_zh"):].split("\n}")[0]

@@ -683,7 +683,7 @@ def offer_notebooks_zip(app: Sphinx, pagename: str, templatename: str, context: 
     if buttons is None:
         return
     buttons.append({"type": "link", "url": context["pathto"](NOTEBOOKS_ZIP, 1), "text": "全书笔记本",
-                    "tooltip": "下载全书的笔记本（.ipynb）、本书的包与说明（zip）",
+                    "tooltip": "下载全书的笔记本（.ipynb）、本书的包与说明（压缩包）",
                     "icon": "fas fa-file-zipper", "label": "download-notebooks-zip-button"})
 
 

@@ -52,11 +52,16 @@ def edition_line(version: str) -> str:
     return f"第 {edition(version)} 版 · {DISTRIBUTION} {version}"
 
 
+def footer_line(version: str) -> str:
+    """网站页脚：界面文字里不放英文词（tests/test_site.py），所以不写包名。"""
+    return f"第 {edition(version)} 版（版本 {version}）"
+
+
 def set_version(app: Sphinx, config) -> None:
     version = package_version(Path(app.confdir))
     config.version = config.release = version
     options = dict(config.html_theme_options or {})
-    options["extra_footer"] = f'<p class="book-edition">{html.escape(edition_line(version))}</p>'
+    options["extra_footer"] = f'<p class="book-edition">{html.escape(footer_line(version))}</p>'
     config.html_theme_options = options
     elements = dict(config.latex_elements or {})
     elements["preamble"] = (elements.get("preamble", "")
