@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import http.server
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -91,7 +92,7 @@ def make_mini_book(tmp: Path, pages: dict[str, str], config_changes: dict | None
     if with_package:
         shutil.copytree(REPO / "src" / "minigpt", tmp / "src" / "minigpt",
                         ignore=shutil.ignore_patterns("__pycache__"))
-        for rel in ("requirements.txt", "requirements.lock", "pyproject.toml"):
+        for rel in ("requirements.txt", "requirements.lock", "pyproject.toml", "LICENSE"):
             shutil.copy(REPO / rel, tmp / rel)
     names = list(pages)
     toc = {"format": "jb-book", "root": names[0]}
@@ -103,8 +104,8 @@ def make_mini_book(tmp: Path, pages: dict[str, str], config_changes: dict | None
     return tmp
 
 
-# 会启动 Jupyter 内核的夹具：整本书的构建、批改程序跑样例提交、作业包的全新环境
-KERNEL_FIXTURES = {"built_book", "graded", "fresh_kernel"}
+# 会启动 Jupyter 内核的夹具：整本书的构建、批改程序跑样例提交、作业包与读者笔记本的全新环境
+KERNEL_FIXTURES = {"built_book", "graded", "fresh_kernel", "fresh_venv"}
 
 
 def pytest_collection_modifyitems(items):
@@ -133,6 +134,68 @@ def built_book() -> BuildResult:
     if result.returncode != 0:
         pytest.fail(f"整本书构建失败（退出码 {result.returncode}）:\n{result.output[-8000:]}")
     return result
+
+
+# ---- 仓库之外的全新虚拟环境（作业包、读者笔记本、sdist 的测试共用一个） ----
+
+def torch_wheel_dir() -> Path:
+    """本机 torch wheel 所在的目录：环境变量 TORCH_WHEEL_DIR，或 pip 配置里的 find-links（本机是 /opt/wheels）。"""
+    import torch
+
+    pattern = f"torch-{torch.__version__}-*.whl".replace("+", "*")
+    candidates = [os.environ.get("TORCH_WHEEL_DIR", "")]
+    listing = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
+    candidates += [v for line in listing.splitlines() if "find-links" in line
+                   for v in line.split("=", 1)[1].strip("'\" ").split()]
+    candidates += os.environ.get("PIP_FIND_LINKS", "").split()
+    for folder in filter(None, candidates):
+        path = Path(folder.removeprefix("file://"))
+        if path.is_dir() and list(path.glob(pattern)):
+            return path
+    pytest.fail(f"找不到本机的 torch wheel（{pattern}）：把它所在的目录设为环境变量 TORCH_WHEEL_DIR")
+
+
+def clean_env() -> dict[str, str]:
+    """不带本仓库痕迹的环境变量（没有 PYTHONPATH、VIRTUAL_ENV）。"""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+
+@dataclass
+class FreshVenv:
+    python: Path
+    kernel: str            # 指向这个环境的内核规格名
+    jupyter_path: Path     # 让 Jupyter 找到它：JUPYTER_PATH
+
+    def pip(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        proc = subprocess.run([str(self.python), "-m", "pip", *args], cwd=cwd, env=clean_env(),
+                              capture_output=True, text=True, timeout=1200)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return proc
+
+
+@pytest.fixture(scope="session")
+def fresh_venv(tmp_path_factory) -> FreshVenv:
+    """仓库之外的全新虚拟环境，只装 torch（本机 wheel，与 .venv 同版本）、numpy、matplotlib、ipykernel、
+    setuptools（同 .venv 的版本：测试用 --no-build-isolation 从 sdist 安装）——没有本书的包。
+
+    用它的测试各自装上要测的那一份本书的包（作业包里的 wheel、笔记本包里的 wheel、sdist），
+    都用 --force-reinstall --no-deps，谁先谁后都一样。
+    """
+    from importlib.metadata import version
+
+    root = tmp_path_factory.mktemp("fresh")
+    assert REPO not in root.parents
+    venv = root / "venv"
+    subprocess.run([sys._base_executable, "-m", "venv", str(venv)], check=True)
+    fresh = FreshVenv(venv / "bin" / "python", "book-fresh-venv", root / "jupyter")
+    pins = [f"{name}=={version(name)}" for name in ("torch", "numpy", "matplotlib", "ipykernel", "setuptools")]
+    fresh.pip("install", "--quiet", "--find-links", str(torch_wheel_dir()), *pins)
+    spec = fresh.jupyter_path / "kernels" / fresh.kernel
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(fresh.python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "fresh venv", "language": "python"}))
+    return fresh
 
 
 # ---- 浏览器测试共用：本机网站与 Chromium（tests/test_browser.py、tests/test_interactive_browser.py） ----

@@ -4,23 +4,17 @@
 再用这个环境的 Python 内核运行包里的笔记本：填上参考答案时每个检查器都通过；原样运行时停在第一个检查器，
 提示“还没有填写”。
 
-全新环境里的 torch 不重新下载：pip 指向本机已有的 torch wheel 所在的目录（--find-links），并钉死与本仓库
-.venv 相同的版本（torch==2.13.0+cpu）。目录按这个顺序找：环境变量 TORCH_WHEEL_DIR、pip 配置里的
-find-links（`pip config list`，本机是 /opt/wheels）。找不到就失败并说明怎样设置。其余依赖（matplotlib、
-ipykernel……）钉死与 .venv 相同的版本，由 pip 按本机的配置从索引或缓存安装。
+全新环境是 conftest 的 fresh_venv（与读者笔记本、sdist 的测试共用）：torch 来自本机的 wheel，其余依赖
+钉死与 .venv 相同的版本；这里只往里装作业包的 wheel。
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-import re
 import subprocess
-import sys
 import tomllib
 import zipfile
-from importlib.metadata import version
 from pathlib import Path
 
 import nbformat
@@ -28,7 +22,7 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from conftest import REPO
+from conftest import REPO, clean_env
 
 _spec = importlib.util.spec_from_file_location("homework_bundle", REPO / "book" / "_ext" / "homework_bundle.py")
 bundle_ext = importlib.util.module_from_spec(_spec)
@@ -37,25 +31,11 @@ _spec2 = importlib.util.spec_from_file_location("make_student_notebook", REPO / 
 tool = importlib.util.module_from_spec(_spec2)
 _spec2.loader.exec_module(tool)
 
-VERSION = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
-WHEEL = f"minigpt-{VERSION}-py3-none-any.whl"
-KERNEL = "minigpt-fresh-venv"
+import minigpt  # noqa: E402  版本唯一的出处是 minigpt.__version__（pyproject.toml 的 version 是 dynamic）
 
-
-def _torch_wheel_dir() -> Path:
-    import torch
-
-    pattern = f"torch-{torch.__version__}-*.whl".replace("+", "*")
-    candidates = [os.environ.get("TORCH_WHEEL_DIR", "")]
-    listing = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
-    candidates += [v for line in listing.splitlines() if "find-links" in line
-                   for v in line.split("=", 1)[1].strip("'\" ").split()]
-    candidates += os.environ.get("PIP_FIND_LINKS", "").split()
-    for folder in filter(None, candidates):
-        path = Path(folder.removeprefix("file://"))
-        if path.is_dir() and list(path.glob(pattern)):
-            return path
-    pytest.fail(f"找不到本机的 torch wheel（{pattern}）：把它所在的目录设为环境变量 TORCH_WHEEL_DIR")
+DIST = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["name"]
+VERSION = minigpt.__version__
+WHEEL = f"{DIST.replace('-', '_')}-{VERSION}-py3-none-any.whl"
 
 
 @pytest.fixture(scope="module")
@@ -73,32 +53,17 @@ def unpacked(bundle, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def fresh_kernel(unpacked, tmp_path_factory):
-    """仓库之外的全新虚拟环境，装上作业包里的 wheel；返回一个指向它的内核规格名（JUPYTER_PATH 已设好）。"""
+def fresh_kernel(unpacked, fresh_venv):
+    """仓库之外的全新虚拟环境（与读者笔记本、sdist 的测试共用），装上作业包里的 wheel；返回指向它的内核规格名。"""
     assert REPO not in unpacked.parents
-    venv = tmp_path_factory.mktemp("fresh") / "venv"
-    subprocess.run([sys._base_executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    torch_pin = f"torch=={version('torch')}"
-    pins = [f"{name}=={version(name)}" for name in ("numpy", "matplotlib", "ipykernel")]
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    proc = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--find-links", str(_torch_wheel_dir()),
-         WHEEL, torch_pin, *pins],
-        cwd=unpacked, env=env, capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    where = subprocess.run([str(python), "-c", "import minigpt; print(minigpt.__file__)"], cwd=unpacked, env=env,
-                           capture_output=True, text=True, check=True).stdout.strip()
-    assert Path(where).is_relative_to(venv), f"全新环境里的 minigpt 来自 {where}，不是装进去的 wheel"
-    spec = tmp_path_factory.mktemp("jupyter") / "kernels" / KERNEL
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "fresh venv", "language": "python"}))
+    fresh_venv.pip("install", "--quiet", "--force-reinstall", "--no-deps", WHEEL, cwd=unpacked)
+    where = subprocess.run([str(fresh_venv.python), "-c", "import minigpt; print(minigpt.__file__)"], cwd=unpacked,
+                           env=clean_env(), capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(where).is_relative_to(fresh_venv.python.parent.parent), f"全新环境里的 minigpt 来自 {where}，不是装进去的 wheel"
     old = {k: os.environ.get(k) for k in ("JUPYTER_PATH", "PYTHONPATH")}
-    os.environ["JUPYTER_PATH"] = str(spec.parent.parent)
+    os.environ["JUPYTER_PATH"] = str(fresh_venv.jupyter_path)
     os.environ.pop("PYTHONPATH", None)
-    yield KERNEL
+    yield fresh_venv.kernel
     for k, v in old.items():
         if v is None:
             os.environ.pop(k, None)
@@ -130,19 +95,18 @@ def _starter(cell) -> str | None:
 # ---------------------------------------------------------------- 作业包的内容
 
 def test_bundle_holds_notebook_versioned_wheel_and_readme(bundle):
-    import minigpt
-
-    assert VERSION == minigpt.__version__
     with zipfile.ZipFile(bundle) as zf:
         names = sorted(zf.namelist())
         assert names == sorted(f"{bundle_ext.FOLDER}/{n}" for n in ("README.md", "homework_student.ipynb", WHEEL))
         notebook = zf.read(f"{bundle_ext.FOLDER}/homework_student.ipynb")
         with zf.open(f"{bundle_ext.FOLDER}/{WHEEL}") as raw, zipfile.ZipFile(raw) as wheel:
             files = wheel.namelist()
+            metadata = f"{DIST.replace('-', '_')}-{VERSION}.dist-info/METADATA"
+            assert metadata in files
+            assert f"Name: {DIST}\nVersion: {VERSION}\n" in wheel.read(metadata).decode()
     assert notebook == (REPO / "book" / "homework_student.ipynb").read_bytes()
     for module in ("homework", "grade", "data", "attention"):
         assert f"minigpt/{module}.py" in files
-    assert f"minigpt-{VERSION}.dist-info/METADATA" in files
 
 
 def test_bundle_is_byte_identical_when_nothing_changed(bundle, tmp_path):
@@ -155,7 +119,7 @@ def test_readme_and_notebook_tell_students_to_pip_install_the_wheel(unpacked):
     assert f"pip install {WHEEL}" in readme and "Jupyter" in readme
     nb = nbformat.read(unpacked / "homework_student.ipynb", as_version=4)
     intro = nb.cells[0].source
-    assert "pip install minigpt-*.whl" in intro and "Jupyter" in intro
+    assert "pip install minigpt_book-*.whl" in intro and "Jupyter" in intro
     text = "\n".join(c.source for c in nb.cells)
     for maintainer_only in ("make html", "请不要手改", "tools/make_student_notebook", "book/homework.md", ".venv"):
         assert maintainer_only not in text, maintainer_only

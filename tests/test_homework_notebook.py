@@ -162,7 +162,7 @@ def _bundle_ok(target) -> None:
     with zipfile.ZipFile(target) as zf:
         names = zf.namelist()
         assert "minigpt-homework/homework_student.ipynb" in names and "minigpt-homework/README.md" in names
-        assert any(re.fullmatch(r"minigpt-homework/minigpt-[\d.]+-py3-none-any\.whl", n) for n in names), names
+        assert any(re.fullmatch(r"minigpt-homework/minigpt_book-[\d.]+-py3-none-any\.whl", n) for n in names), names
         notebook = zf.read("minigpt-homework/homework_student.ipynb")
     assert notebook == NOTEBOOK.read_bytes()
 

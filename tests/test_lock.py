@@ -31,7 +31,7 @@ def test_lock_pins_every_package_exactly_once_and_holds_no_editable_line():
     for needed in ("torch", "sphinx", "myst-nb", "jupyter-cache", "sphinx-external-toc",
                    "sphinx-togglebutton", "sphinx-thebe", "nbformat", "pyyaml", "beautifulsoup4", "pip"):
         assert needed in names, f"锁里没有 {needed}"
-    assert "minigpt" not in names
+    assert "minigpt" not in names and "minigpt-book" not in names
 
 
 def test_lock_agrees_with_the_direct_requirements():

@@ -15,6 +15,7 @@
    启动服务，所以在主题生成下载菜单之前（优先级 500 < 501）做同样的事。而且 myst-nb 在
    ``execute_notebooks: cache`` 下写到 ``jupyter_execute/`` 的 notebook 没有输出，这里从
    jupyter-cache 取回执行结果再写出，读者下载到的是带输出的 notebook。
+   （执行过的 .md 页面由 book_notebooks 先换成读者笔记本——普通 Markdown、带安装单元——这里随即跳过。）
 4. **每页的脚本不重复。** Sphinx 7.4 的一个缺陷（8.2 修复，sphinx-doc/sphinx#13402）：扩展在构建器
    初始化之后用 ``add_js_file(None, body=...)`` 加的内联脚本会在页面里出现两次。sphinx-thebe 的
    ``const THEBE_JS_URL = ...`` 因而在每页都抛 “has already been declared”。这里按内容去重。

@@ -3,8 +3,9 @@
 HTML 构建结束时（``build-finished``）在网站根目录写出作业包，里面是：
 
 - ``homework_student.ipynb``：不含答案的作业笔记本（tools/make_student_notebook.py 从作业页生成）；
-- ``minigpt-<版本>-py3-none-any.whl``：本书的 Python 包，构建时用当前环境的 setuptools 现场打包
-  （``pip wheel --no-build-isolation --no-index``，不联网；版本取自 pyproject.toml）；
+- ``minigpt_book-<版本>-py3-none-any.whl``：本书的 Python 包（发行名 minigpt-book，import 名 minigpt），
+  构建时用当前环境的 setuptools 现场打包（``pip wheel --no-build-isolation --no-index``，不联网）。
+  文件名不写死：版本只在 ``minigpt.__version__`` 一处，打出来的是哪个 wheel 就用哪个；
 - ``README.md``：中文的安装与使用说明。
 
 作业包按包源码、pyproject.toml、笔记本和说明文字求摘要，缓存在 ``_build/.homework-bundle/``：这些都没变时
@@ -35,7 +36,7 @@ README = """\
 这个文件夹里有：
 
 - `homework_student.ipynb`：作业笔记本，三道题，不含答案；
-- `{wheel}`：本书的 Python 包 `minigpt`（版本 {version}），检查器就在里面；
+- `{wheel}`：本书的 Python 包（pip 里叫 minigpt-book，代码里 `import minigpt`；版本 {version}），检查器就在里面；
 - `README.md`：这份说明。
 
 ## 开始做题
@@ -59,9 +60,13 @@ pip 会一并装上 PyTorch 和 matplotlib。然后用 Jupyter 打开 `homework_
 """
 
 
+# 打包时除 src/ 之外要带上的文件（pyproject.toml 的 license-files 指向 LICENSE）
+PACKAGING_FILES = ("pyproject.toml", "LICENSE")
+
+
 def _source_files(root: Path) -> list[Path]:
     package = sorted(p for p in (root / "src" / "minigpt").rglob("*.py"))
-    return [root / "pyproject.toml", root / NOTEBOOK, *package]
+    return [*(root / name for name in PACKAGING_FILES), root / NOTEBOOK, *package]
 
 
 def bundle_key(root: Path) -> str:
@@ -73,14 +78,16 @@ def bundle_key(root: Path) -> str:
 
 
 def build_wheel(root: Path, out_dir: Path, python: str = sys.executable) -> Path:
-    """用 python 所在环境的 setuptools 把 root 下的 minigpt 打成 wheel，不联网；返回 wheel 的路径。
+    """用 python 所在环境的 setuptools 把 root 下的 minigpt（发行名见 pyproject.toml）打成 wheel，不联网；
+    返回 wheel 的路径。out_dir 里应当只有这一个 wheel（文件名随发行名与版本而定，这里不写死）。
 
     在临时副本里打包，免得在源码树里留下 build/ 和 *.egg-info。
     """
     with tempfile.TemporaryDirectory(prefix="minigpt-wheel-") as tmp:
         copy = Path(tmp) / "src-copy"
         shutil.copytree(root / "src", copy / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        shutil.copy(root / "pyproject.toml", copy / "pyproject.toml")
+        for name in PACKAGING_FILES:
+            shutil.copy(root / name, copy / name)
         env = dict(os.environ, SOURCE_DATE_EPOCH=os.environ.get("SOURCE_DATE_EPOCH", "1767225600"),
                    PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
         proc = subprocess.run(
@@ -89,9 +96,9 @@ def build_wheel(root: Path, out_dir: Path, python: str = sys.executable) -> Path
             env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"打包 minigpt 失败（pip wheel 退出码 {proc.returncode}）：\n{proc.stdout}{proc.stderr}")
-    wheels = sorted(out_dir.glob("minigpt-*.whl"))
+    wheels = sorted(out_dir.glob("*.whl"))
     if len(wheels) != 1:
-        raise RuntimeError(f"pip wheel 之后应当正好有一个 minigpt wheel，找到 {[w.name for w in wheels]}")
+        raise RuntimeError(f"pip wheel 之后 {out_dir} 里应当正好有一个 wheel，找到 {[w.name for w in wheels]}")
     return wheels[0]
 
 

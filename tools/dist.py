@@ -1,0 +1,160 @@
+"""make dist：从一次干净的构建做出一版要发布的全部文件，放进 dist/。
+
+用法：
+    python tools/dist.py                 # 干净构建（_build/dist-build/ 从零开始：网站 + PDF），再收集到 dist/
+    python tools/dist.py --from-build D  # 不构建，从已有的成功构建 D/_build 收集（测试用）
+    python tools/dist.py --out DIR       # 收集到 DIR 而不是 dist/
+
+dist/ 里（<v> 是 minigpt.__version__，唯一的版本号出处）：
+- attention-transformer-block-site-<v>.zip   网站，离线阅读：解压后打开 index.html；
+- attention-transformer-block-<v>.pdf        整本书的 PDF；
+- attention-transformer-block-notebooks-<v>.zip  全书读者笔记本 + wheel + requirements.txt + README；
+- minigpt-homework-<v>.zip                   作业包；
+- minigpt_book-<v>-py3-none-any.whl 与 minigpt_book-<v>.tar.gz  本书的包（wheel 与 sdist）；
+- SHA256SUMS                                 以上每个文件的 SHA-256（`sha256sum -c SHA256SUMS` 可核对）。
+所有 zip 里的时间戳固定（SOURCE_DATE_EPOCH），同样的构建得到逐字节相同的 zip。
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "book" / "_ext"))
+import book_notebooks  # noqa: E402  文件名与网站上的一致
+import book_release  # noqa: E402
+import homework_bundle  # noqa: E402
+
+BOOK = "attention-transformer-block"
+SUMS = "SHA256SUMS"
+
+
+def version() -> str:
+    return book_release.package_version(REPO)
+
+
+def artifact_names(v: str) -> dict[str, str]:
+    dist = book_release.DISTRIBUTION.replace("-", "_")
+    return {"site": f"{BOOK}-site-{v}.zip", "pdf": f"{BOOK}-{v}.pdf",
+            "notebooks": f"{BOOK}-notebooks-{v}.zip", "homework": f"minigpt-homework-{v}.zip",
+            "wheel": f"{dist}-{v}-py3-none-any.whl", "sdist": f"{dist}-{v}.tar.gz"}
+
+
+def _stamp() -> tuple:
+    return time.gmtime(int(os.environ.get("SOURCE_DATE_EPOCH", "1767225600")))[:6]
+
+
+def zip_site(html: Path, target: Path, folder: str) -> None:
+    """网站目录打成 zip（文件按路径排序、时间戳固定），解压出来是 folder/index.html……"""
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(p for p in html.rglob("*") if p.is_file()):
+            rel = path.relative_to(html).as_posix()
+            if rel.startswith(".") or "/." in rel:   # .buildinfo 等构建内部文件
+                continue
+            info = zipfile.ZipInfo(f"{folder}/{rel}", date_time=_stamp())
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, path.read_bytes())
+
+
+def build_sdist(out_dir: Path) -> Path:
+    """用当前环境的 setuptools 打 sdist（PEP 517 的 build_sdist，不联网），在临时副本里做，不弄脏源码树。"""
+    with tempfile.TemporaryDirectory(prefix="minigpt-sdist-") as tmp:
+        copy = Path(tmp) / "src-copy"
+        shutil.copytree(REPO / "src", copy / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        for name in homework_bundle.PACKAGING_FILES:
+            shutil.copy(REPO / name, copy / name)
+        code = ("import sys; from setuptools import build_meta; "
+                "print(build_meta.build_sdist(sys.argv[1]))")
+        env = dict(os.environ, SOURCE_DATE_EPOCH=os.environ.get("SOURCE_DATE_EPOCH", "1767225600"))
+        proc = subprocess.run([sys.executable, "-c", code, str(out_dir)], cwd=copy, env=env,
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"[dist] 打 sdist 失败：\n{proc.stdout}{proc.stderr}")
+        return out_dir / proc.stdout.strip().splitlines()[-1]
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def collect(build_root: Path, out: Path) -> dict[str, Path]:
+    """从 build_root/_build 的网站与 PDF 收集发布文件到 out；返回 {种类: 路径}。"""
+    build = build_root / "_build"
+    html = build / "html"
+    for marker in (".last-html-ok", ".last-pdflatex-ok"):
+        if not (build / marker).exists():
+            raise SystemExit(f"[dist] {build} 里没有一次成功的{'网站' if 'html' in marker else ' PDF '}构建（{marker}）")
+    v = version()
+    names = artifact_names(v)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    made = {}
+    sources = {"pdf": build / "latex" / "book.pdf",
+               "notebooks": html / book_notebooks.NOTEBOOKS_ZIP,
+               "homework": html / homework_bundle.BUNDLE,
+               "wheel": html / names["wheel"]}
+    for kind, source in sources.items():
+        if not source.is_file():
+            raise SystemExit(f"[dist] 构建里没有 {source}")
+        made[kind] = out / names[kind]
+        shutil.copy2(source, made[kind])
+    made["site"] = out / names["site"]
+    zip_site(html, made["site"], f"{BOOK}-{v}")
+    sdist = build_sdist(out)
+    if sdist.name != names["sdist"]:
+        raise SystemExit(f"[dist] sdist 的文件名是 {sdist.name}，应当是 {names['sdist']}")
+    made["sdist"] = sdist
+    lines = [f"{sha256(p)}  {p.name}\n" for p in sorted(made.values())]
+    (out / SUMS).write_text("".join(lines), encoding="utf-8")
+    return made
+
+
+def clean_build(build_root: Path) -> None:
+    """在 build_root 下从零构建网站与 PDF（先删掉整个 build_root：不复用执行缓存，也不复用 Sphinx 环境）。"""
+    if build_root.exists():
+        shutil.rmtree(build_root)
+    build_root.mkdir(parents=True)
+    script = REPO / "tools" / "build_book.py"
+    for builder in ("html", "pdflatex"):
+        code = subprocess.run([sys.executable, str(script), "--builder", builder, "--fresh",
+                               "--out", str(build_root)], cwd=REPO).returncode
+        if code != 0:
+            raise SystemExit(f"[dist] {builder} 构建失败（退出码 {code}），dist/ 没有更新")
+    # PDF 构建成功后 build_book.py 把它复制进网站（首页的“下载 PDF”），网站压缩包里因而也有它
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--from-build", type=Path, default=None,
+                        help="不构建，从这个目录下已有的 _build 收集（build_book.py 的 --out 目录）")
+    parser.add_argument("--out", type=Path, default=REPO / "dist", help="输出目录（默认 dist/，先清空）")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    build_root = args.from_build.resolve() if args.from_build else REPO / "_build" / "dist-build"
+    if args.from_build is None:
+        clean_build(build_root)
+    made = collect(build_root, args.out.resolve())
+    print(f"[dist] {args.out}（{time.monotonic() - started:.0f} 秒）：")
+    for path in sorted(made.values()):
+        print(f"  {path.stat().st_size / 1e6:8.2f} MB  {path.name}")
+    print(f"  {SUMS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
