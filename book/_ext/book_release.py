@@ -6,7 +6,8 @@ wheel、sdist、作业包和笔记本包的文件名都由它而来）。主版�
 1. **版本号从包里读。** _config.yml 是静态的 YAML，不能去读一个 Python 文件；这里在 ``config-inited`` 时
    读出 ``__version__``（按语法树读，不 import），写进 Sphinx 的 ``version`` / ``release``。每次构建
    读出的值相同，所以不会让页面过期。
-2. **网站页脚印版本**：主题选项 ``extra_footer`` 要的是一段含版本号的 HTML，配置里写死就成了第二份版本号。
+2. **网站页脚印版本**：不在这里。模板 ``book/_ext/templates/components/extra-footer.html`` 读 Sphinx 的
+   ``release``（第 1 条写进去的），印出 ``footer_line`` 那一句。
 3. **PDF 扉页印版本**：同理，给 LaTeX 导言区加一个 ``\\bookeditionline``（book_pdf.sty 的书名页用它）。
 4. **正文里的版本号**：角色 ``{book-version}`第 {edition} 版（{version}）```（更新记录页用它）。
 5. **分享信息用同一个网址**：``html_baseurl``（_config.yml 里唯一的网址）同时给 sphinxext-opengraph 的
@@ -19,7 +20,6 @@ wheel、sdist、作业包和笔记本包的文件名都由它而来）。主版�
 from __future__ import annotations
 
 import ast
-import html
 import queue
 from pathlib import Path
 
@@ -53,16 +53,13 @@ def edition_line(version: str) -> str:
 
 
 def footer_line(version: str) -> str:
-    """网站页脚：界面文字里不放英文词（tests/test_site.py），所以不写包名。"""
+    """网站页脚（由模板 components/extra-footer.html 按同样的格式印出）：界面文字里不放英文词，所以不写包名。"""
     return f"第 {edition(version)} 版（版本 {version}）"
 
 
 def set_version(app: Sphinx, config) -> None:
     version = package_version(Path(app.confdir))
     config.version = config.release = version
-    options = dict(config.html_theme_options or {})
-    options["extra_footer"] = f'<p class="book-edition">{html.escape(footer_line(version))}</p>'
-    config.html_theme_options = options
     elements = dict(config.latex_elements or {})
     elements["preamble"] = (elements.get("preamble", "")
                             + f"\n\\def\\bookeditionline{{{edition_line(version)}}}")

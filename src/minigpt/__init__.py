@@ -11,6 +11,6 @@
 - `minigpt.homework`：作业检查。
 """
 
-# 版本号唯一的出处（pyproject.toml 经 setuptools 读它）。主版本号就是书的第几版：3.x.y 是第 3 版，
-# 更新记录见 book/changelog.md。
+# 版本号唯一的出处（pyproject.toml 经 setuptools 读它）。
+# 主版本号就是书的第几版（3.x.y 是第 3 版），更新记录见 book/changelog.md。
 __version__ = "3.0.0"

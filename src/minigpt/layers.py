@@ -164,9 +164,10 @@ class NaiveMultiHeadAttention(nn.Module):
         return out
 
 
+# 第 5 节 前馈网络
 class FeedForward(nn.Module):
     """前馈网络：fc1 从 d_model 升到 d_ff，ReLU，fc2 降回 d_model；
-    位置之间不交换信息（见第 5 节 前馈网络）。
+    位置之间不交换信息。
     """
 
     def __init__(self, d_model: int, d_ff: int | None = None):
