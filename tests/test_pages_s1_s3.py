@@ -145,7 +145,7 @@ def test_s1_illustrative_row_has_full_header_and_is_marked(built_book):
 def test_s1_says_nn_linear_stores_the_transpose_and_shows_it(built_book):
     part = section(built_book, "s1_intuition", "三个投影")
     assert "nn.Linear" in part.text and "W_Q^\\top" in " ".join(part.math)
-    check = section(built_book, "s1_intuition", "X → Q、K、V")
+    check = section(built_book, "s1_intuition", "验证 Q、K、V")
     assert re.search(r"Q == X @ weight\.T:\s*True", check.text)
     assert re.search(r"Q == X @ weight:\s*False", check.text)
 
@@ -239,8 +239,8 @@ def test_s2_length_paragraph_is_true_for_the_printed_row(built_book):
 
 def test_s2_scales_the_toy_example_before_the_d_k_64_digression(built_book):
     page = load(built_book, "s2_scaled_dot_product")
-    toy = page.text.index("缩放因子 √4 = 2.00")
-    digression = page.text.index("为什么偏偏是")
+    toy = page.text.index("除数 √d_k = 2.00")
+    digression = page.text.index("除数从方差里来")
     softmax_step = page.text.index("第三步：softmax")
     assert toy < digression < softmax_step
 
@@ -262,7 +262,7 @@ def test_s2_step4_shows_each_output_row_is_a_convex_combination_of_the_rows_of_v
     # 权重只由 Q、K 决定：W_V 乘以 2，权重不变、输出翻倍（想一想第 3 题）
     w2 = torch.softmax(ex.Q @ ex.K.T / 2, -1)
     assert torch.allclose(w2, w) and torch.allclose(w2 @ (2 * ex.V), 2 * out)
-    part = section(built_book, "s2_scaled_dot_product", "第四步：用权重混合 V")
+    part = section(built_book, "s2_scaled_dot_product", "第四步：按份额取回内容")
     assert re.search(r"与函数结果相同:\s*True", part.text)
     assert re.search(r"输出的每个分量都在这两者之间:\s*True", part.text)
     # 固定 V、只换权重：[1, 0, 0] 给出 V[0]，平均分配给出 V 三行的平均，页面把两者并排打印

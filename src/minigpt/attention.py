@@ -21,31 +21,31 @@ import torch.nn.functional as F
 
 
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """第 1 步：注意力分数 S = Q Kᵀ。
+    """第 1 步：每个 Query 与每个 Key 做点积，S = Q Kᵀ。
 
     q: [..., seq_q, d_k]，k: [..., seq_k, d_k] → [..., seq_q, seq_k]。
     """
     _check_q_k(q, k)
-    return q @ k.transpose(-2, -1)  # 第 i 行第 j 列 = query i · key j
+    return q @ k.transpose(-2, -1)  # S[i, j] = q_i · k_j
 
 
 def scale_scores(scores: torch.Tensor, d_k: int) -> torch.Tensor:
-    """第 2 步：分数除以 √d_k。
+    """第 2 步：把分数的尺度压回与 d_k 无关，即除以 √d_k。
 
-    q、k 的分量独立、均值 0、方差 1 时，q·k 的方差是 d_k；
-    除以 √d_k 之后方差是 1，不再随 d_k 变。
+    q·k 是 d_k 个对应分量乘积之和；随机初始化下，这个和的方差随 d_k 线性增长，
+    除以标准差 √d_k 之后，方差停在 1。
     """
     return scores / math.sqrt(d_k)
 
 
 def softmax_weights(scores: torch.Tensor) -> torch.Tensor:
-    """第 3 步：对最后一维做 softmax，每行加起来等于 1。"""
+    """第 3 步：沿最后一维取 softmax，把一行分数变成和为 1 的份额。"""
     _check_no_fully_masked_row(scores)
     return F.softmax(scores, dim=-1)
 
 
 def weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """第 4 步：用注意力权重混合 V，output = A V。
+    """第 4 步：output = A V，输出的每一行是 V 各行以权重为系数的和。
 
     weights: [..., seq_q, seq_k]，v: [..., seq_k, d_v] → [..., seq_q, d_v]。
     """

@@ -260,7 +260,7 @@ def multihead_diagram() -> Figure:
 
 def variance_vs_dk(stats: Sequence[DotProductStat]) -> Figure:
     """图 2.1：不缩放时点积的方差与 d_k 成正比，缩放后与 d_k 无关
-    （见第 2 节 缩放点积注意力「为什么偏偏是 √d_k」）。
+    （见第 2 节 缩放点积注意力「除数从方差里来」）。
 
     stats: `experiments.dot_product_stats` 的结果。
     """
@@ -648,7 +648,7 @@ def qkv_dataflow_diagram() -> Figure:
     _flow_box(ax, (15.6, 0.4), 2.2, 1.6, "输出 $AV$\n" + n_dk, data, 10)
     _arrow(ax, (15.2, 3.2), (16.7, 2.0))
     _arrow(ax, (8.6, 1.2), (15.6, 1.2))
-    ax.text(11.9, 1.45, "加权求和：按权重混合 $V$ 的各行", ha="center",
+    ax.text(11.9, 1.45, "$V$ 的各行以 $A$ 为系数相加", ha="center",
             va="bottom", fontsize=9, color="#1f4e79")
     ax.text(9.6, 7.55, "$Q$ 与 $K$：决定从谁那里取、取多少", ha="left",
             va="center", fontsize=9, color="#8a4b08")
