@@ -4,7 +4,7 @@
 四步各是一个小函数，`scaled_dot_product_attention` 只是把它们串起来；
 书里别处（多头注意力、作业检查）都调用这里，数学只写一遍。
 
-mask 的约定（和正文一致）：1 / True 表示“可以看”，0 / False 表示“遮住”。
+mask 的约定（和正文一致）：1 / True 是“读得到”，0 / False 是“读不到”。
 传给 PyTorch 自带模块时，约定各不相同，
 请用 `to_nn_mha_mask` 和 `to_sdpa_mask` 转换。
 """
@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """第 1 步：注意力分数 S = Q Kᵀ。
+    """（第 1 步）每个 query 与每个 key 做点积，得到分数 S = Q Kᵀ。
 
     q: [..., seq_q, d_k]，k: [..., seq_k, d_k] → [..., seq_q, seq_k]。
     """
@@ -30,7 +30,7 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 
 def scale_scores(scores: torch.Tensor, d_k: int) -> torch.Tensor:
-    """第 2 步：分数除以 √d_k。
+    """（第 2 步）整张分数表统一除以 √d_k。
 
     q、k 的分量独立、均值 0、方差 1 时，q·k 的方差是 d_k；
     除以 √d_k 之后方差是 1，不再随 d_k 变。
@@ -39,13 +39,13 @@ def scale_scores(scores: torch.Tensor, d_k: int) -> torch.Tensor:
 
 
 def softmax_weights(scores: torch.Tensor) -> torch.Tensor:
-    """第 3 步：对最后一维做 softmax，每行加起来等于 1。"""
+    """（第 3 步）沿 key 那一维（最后一维）做 softmax，每行成了和为 1 的权重。"""
     _check_no_fully_masked_row(scores)
     return F.softmax(scores, dim=-1)
 
 
 def weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """第 4 步：用注意力权重混合 V，output = A V。
+    """（第 4 步）output = A V：每个 query 按自己那一行权重，把各个 value 加起来。
 
     weights: [..., seq_q, seq_k]，v: [..., seq_k, d_v] → [..., seq_q, d_v]。
     """
@@ -114,9 +114,10 @@ def _check_k_v(k: torch.Tensor, v: torch.Tensor) -> None:
 # 第 3 节 因果遮蔽
 def causal_mask(seq_len: int,
                 device: torch.device | str | None = None) -> torch.Tensor:
-    """因果遮蔽矩阵：下三角全 1，1 = 可以看，0 = 遮住，int64。
+    """因果遮蔽用的 0/1 下三角矩阵，int64。
 
-    第 i 行只有 0..i 列是 1：位置 i 只能看自己和前面。
+    第 i 行的 0..i 列是 1（位置 i 读得到这几列），i 之后的列是 0（读不到）：
+    每个位置读得到的，只有它自己和它左边。
     """
     _check_seq_len(seq_len)
     return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.int64, device=device))
@@ -157,7 +158,7 @@ def to_sdpa_mask(mask: torch.Tensor) -> torch.Tensor:
 
 # 第 3 节 因果遮蔽
 def apply_mask(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """把 mask 为 0 / False 的位置换成 -inf。
+    """mask 说“读不到”（0 / False）的格子，分数改成 -inf，其余原样返回。
 
     mask 可以是 bool 或数值（非零 / True = 可以看），形状要能广播到
     scores 的形状 [..., seq_q, seq_k]，而且广播后不能让 scores 变大。
