@@ -329,7 +329,7 @@ def _paragraph_with(page, needle: str) -> str:
 
 def test_s3_illustrative_rows_are_computed_not_copied(built_book):
     page = load(built_book, "s3_causal_mask")
-    assert page.title.endswith("因果遮蔽")
+    assert page.title.endswith("因果遮蔽：只许往回看")
     for value in ("0.45", "0.55", "0.27", "0.29", "0.44"):
         assert value in page.pasted, value
     assert "[0.27, 0.29, 0.44]" in page.text

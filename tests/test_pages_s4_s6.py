@@ -55,7 +55,7 @@ def _paragraphs(page) -> list[str]:
 
 def test_s4_title_and_width_names_table(built_book):
     page = load(built_book, "s4_multi_head")
-    assert page.title.endswith("多头注意力")
+    assert page.title.endswith("多头注意力：几个头各读一份")
     for name in ("d_model", "embed_dim", "hidden_size", "n_embd", "nn.MultiheadAttention", "HuggingFace"):
         assert name in page.text, name
     assert "表 4.1" in page.text  # 表有编号并被引用
@@ -161,12 +161,11 @@ def test_s4_illustration_is_labelled_and_real_heads_are_shown(built_book):
     page = load(built_book, "s4_multi_head")
     # 示意的两行：每行是 sat 分给 the / cat / sat 的权重，加起来是 1，最大的那一格与解读一致
     assert find_table_row(page, "示意")[1:4] == ["the", "cat", "sat"]
-    for first_cell, top in (("头 1（比如偏向语法关系）", "cat"), ("头 2（比如偏向语义）", "sat")):
+    for first_cell, top in (("头 1（设想它管句法）", "cat"), ("头 2（设想它管词义）", "sat")):
         row = find_table_row(page, first_cell)
         weights = dict(zip(("the", "cat", "sat"), map(float, row[1:4])))
         assert abs(sum(weights.values()) - 1) < 1e-9, row
-        assert max(weights, key=weights.get) == top and row[4].startswith(f"{top} 最高") or \
-            (top == "sat" and row[4].startswith("自己最高")), row
+        assert max(weights, key=weights.get) == top and row[4].startswith(f"最大一格在 {top}"), row
     assert_figures(page, {"fig-s4-schematic": "4.1", "fig-s4-heads": "4.2"})
     # 图旁边正文里的每个头的 sat 行，和种子 42 的 mha 算出来的一致
     _, mha = _seeded_x_and(lambda: MultiHeadAttention(8, 2))
@@ -192,7 +191,7 @@ def test_s4_shape_flow_is_printed_by_code(built_book):
     assert flow, "没有按顺序打印出数据流的每一步形状"
     assert "per head" not in page.text  # 输出标签用中文
     assert "[batch, 2, seq_len, 4]" in page.text  # 数据流表
-    assert "表 4.3" in page.text and any("多头注意力的数据流" in c for c in page.chunks)
+    assert "表 4.3" in page.text and any("穿过多头注意力时的形状" in c for c in page.chunks)
     # 正文里的形状是 glue 进来的，不是手抄的
     for shape in ("[1, 2, 5, 4]", "[1, 5, 8]"):
         assert shape in page.pasted, (shape, page.pasted)

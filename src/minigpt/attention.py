@@ -4,7 +4,7 @@
 四步各是一个小函数，`scaled_dot_product_attention` 只是把它们串起来；
 书里别处（多头注意力、作业检查）都调用这里，数学只写一遍。
 
-mask 的约定（和正文一致）：1 / True 表示“可以看”，0 / False 表示“遮住”。
+mask 的约定（和正文一致）：1 / True 是“读得到”，0 / False 是“读不到”。
 传给 PyTorch 自带模块时，约定各不相同，
 请用 `to_nn_mha_mask` 和 `to_sdpa_mask` 转换。
 """
@@ -114,9 +114,10 @@ def _check_k_v(k: torch.Tensor, v: torch.Tensor) -> None:
 # 第 3 节 因果遮蔽
 def causal_mask(seq_len: int,
                 device: torch.device | str | None = None) -> torch.Tensor:
-    """因果遮蔽矩阵：下三角全 1，1 = 可以看，0 = 遮住，int64。
+    """因果遮蔽用的 0/1 下三角矩阵，int64。
 
-    第 i 行只有 0..i 列是 1：位置 i 只能看自己和前面。
+    第 i 行的 0..i 列是 1（位置 i 读得到这几列），i 之后的列是 0（读不到）：
+    每个位置读得到的，只有它自己和它左边。
     """
     _check_seq_len(seq_len)
     return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.int64, device=device))
@@ -157,7 +158,7 @@ def to_sdpa_mask(mask: torch.Tensor) -> torch.Tensor:
 
 # 第 3 节 因果遮蔽
 def apply_mask(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """把 mask 为 0 / False 的位置换成 -inf。
+    """mask 说“读不到”（0 / False）的格子，分数改成 -inf，其余原样返回。
 
     mask 可以是 bool 或数值（非零 / True = 可以看），形状要能广播到
     scores 的形状 [..., seq_q, seq_k]，而且广播后不能让 scores 变大。

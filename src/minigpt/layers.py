@@ -15,7 +15,7 @@ from .attention import scaled_dot_product_attention
 def _check_heads(d_model: int, num_heads: int) -> None:
     if num_heads < 1 or d_model % num_heads != 0:
         raise ValueError(
-            "d_model 必须能被 num_heads 整除："
+            "d_model 要平均分给 num_heads 个头，应是 num_heads 的整数倍："
             f"d_model = {d_model}，num_heads = {num_heads}"
             f"（{d_model} % {num_heads} = "
             f"{d_model % num_heads if num_heads else '无定义'}，期望为 0）"
@@ -38,9 +38,10 @@ def _check_input(x: torch.Tensor, d_model: int) -> None:
 
 # 第 4 节 多头注意力
 class MultiHeadAttention(nn.Module):
-    """多头自注意力：一个大矩阵投影，拆成 num_heads 个头各算一次 Attention。
+    """合并写法的多头注意力：Q、K、V 各经一个 d_model → d_model 的投影，
+    再切成 num_heads 份，每份是一个头。
 
-    传入因果遮蔽矩阵时就是 GPT 用的因果自注意力（见第 3 节 因果遮蔽）。
+    GPT 的用法是给它因果遮蔽矩阵，每个位置只读自己和左边（见第 3 节 因果遮蔽）。
     """
 
     def __init__(self, d_model: int, num_heads: int):
@@ -48,16 +49,16 @@ class MultiHeadAttention(nn.Module):
         _check_heads(d_model, num_heads)
         self.d_model = d_model
         self.num_heads = num_heads
-        self.d_k = d_model // num_heads  # 每个头的维度
+        self.d_k = d_model // num_heads  # d_k：一个头分到的宽度
         # 各头的 W_i^Q 并排成一个 d_model → d_model 的矩阵（K、V 同理）
         self.W_Q = nn.Linear(d_model, d_model)
         self.W_K = nn.Linear(d_model, d_model)
         self.W_V = nn.Linear(d_model, d_model)
-        self.W_O = nn.Linear(d_model, d_model)  # 拼回后的输出投影
+        self.W_O = nn.Linear(d_model, d_model)  # W^O：读各头接起来的结果
 
     def split_heads(self, t: torch.Tensor) -> torch.Tensor:
-        """[batch, seq, d_model] → [batch, heads, seq, d_k]：
-        只是换个形状看同一块内存。
+        """[batch, seq, d_model] → [batch, heads, seq, d_k]。
+        数据不复制：view 改的是读法，transpose 改的是步长。
         """
         batch, seq, _ = t.shape
         return t.view(batch, seq, self.num_heads, self.d_k).transpose(1, 2)
@@ -110,9 +111,10 @@ class AttentionHead(nn.Module):
 
 # 第 4 节 多头注意力
 class NaiveMultiHeadAttention(nn.Module):
-    """多头注意力的“直白写法”：每个头一组独立的小矩阵，算完拼接再过 W_O。
+    """多头注意力的“逐头写法”：每个头是一个 AttentionHead，
+    有自己的小投影；各头的输出接起来，再乘 W_O。
 
-    和 `MultiHeadAttention` 在数学上完全等价：
+    参数与 `MultiHeadAttention` 一一对应，算出的也相同：
     大矩阵的第 h 段行就是第 h 个头的小矩阵，
     见 `from_fused`。mask 形状为 [seq, seq] 或 [batch, seq, seq]，所有头共用。
     """
@@ -130,7 +132,7 @@ class NaiveMultiHeadAttention(nn.Module):
 
     @classmethod
     def from_fused(cls, mha: MultiHeadAttention) -> "NaiveMultiHeadAttention":
-        """把合并写法的权重按头切开，复制成直白写法；两者输出相同。
+        """把合并写法的权重按头切开，复制成逐头写法；两者输出相同。
 
         nn.Linear 的 weight 形状是 [out, in]：
         第 h 个头拿 W_Q.weight 的第 h·d_k .. (h+1)·d_k 行和对应的偏置。

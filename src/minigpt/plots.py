@@ -141,7 +141,7 @@ def masked_vs_unmasked(before: ArrayLike, after: ArrayLike,
     """遮蔽前后的注意力权重并排对比（见第 3 节 因果遮蔽）。"""
     fig, axes = _new(1, 2, figsize=(7.0, 3.6))
     for ax, w, title in zip(axes, (before, after),
-                            ("不遮蔽：看得到后面", "因果遮蔽：只看自己和前面")):
+                            ("不遮蔽：整行都分到权重", "因果遮蔽：右上角归零")):
         im = _draw_heatmap(ax, _np(w), labels, labels, 0.0, 1.0)
         ax.set_title(title)
     axes[1].set_ylabel("")
@@ -150,7 +150,9 @@ def masked_vs_unmasked(before: ArrayLike, after: ArrayLike,
 
 
 def mask_matrix(mask: ArrayLike, labels: Sequence[str]) -> Figure:
-    """因果遮蔽的遮蔽矩阵（0/1）：1 = 可以看，0 = 遮住（见第 3 节 因果遮蔽）。"""
+    """画因果遮蔽矩阵：行 Query、列 Key，1 的格子绿色，0 的灰色
+    （见第 3 节 因果遮蔽）。
+    """
     values = (_np(mask) != 0).astype(float)
     fig, ax = _new(figsize=(3.8, 3.4))
     ax.imshow(values, cmap=ListedColormap(["#9e9e9e", "#2a9d8f"]), vmin=0, vmax=1)
@@ -161,7 +163,7 @@ def mask_matrix(mask: ArrayLike, labels: Sequence[str]) -> Figure:
     ax.set_yticks(range(len(labels)), labels=list(labels))
     ax.set_xlabel("Key（被看的 token）")
     ax.set_ylabel("Query（正在看的 token）")
-    ax.set_title("遮蔽矩阵：1 = 可以看，0 = 遮住")
+    ax.set_title("因果遮蔽矩阵（下三角）")
     return fig
 
 
