@@ -6,7 +6,7 @@ wheel、sdist、作业包和笔记本包的文件名都由它而来）。主版�
 1. **版本号从包里读。** _config.yml 是静态的 YAML，不能去读一个 Python 文件；这里在 ``config-inited`` 时
    读出 ``__version__``（按语法树读，不 import），写进 Sphinx 的 ``version`` / ``release``。每次构建
    读出的值相同，所以不会让页面过期。
-2. **网站页脚印版本**：不在这里。模板 ``book/_ext/templates/components/extra-footer.html`` 读 Sphinx 的
+2. **网站页脚印版本**：不在这里。模板 ``book/_ext/templates/book-edition.html``（_config.yml 的 footer_content_items） 读 Sphinx 的
    ``release``（第 1 条写进去的），印出 ``footer_line`` 那一句。
 3. **PDF 扉页印版本**：同理，给 LaTeX 导言区加一个 ``\\bookeditionline``（book_pdf.sty 的书名页用它）。
 4. **正文里的版本号**：角色 ``{book-version}`第 {edition} 版（{version}）```（更新记录页用它）。
@@ -53,7 +53,7 @@ def edition_line(version: str) -> str:
 
 
 def footer_line(version: str) -> str:
-    """网站页脚（由模板 components/extra-footer.html 按同样的格式印出）：界面文字里不放英文词，所以不写包名。"""
+    """网站页脚（由模板 book-edition.html 按同样的格式印出）：界面文字里不放英文词，所以不写包名。"""
     return f"第 {edition(version)} 版（版本 {version}）"
 
 
