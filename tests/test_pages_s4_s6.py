@@ -436,7 +436,8 @@ def test_references_list_and_are_cited_from_the_pages(built_book):
     assert "Rush" not in v2022[0].split("URL")[0], v2022[0]
     prose = prose_text(page)
     assert "与 Rush 一起" not in prose and "with Sasha Rush" not in prose
-    assert all(re.search(r"URL: https://|doi", e) for e in entries), "有参考文献没有给出 URL 或 DOI"
+    # 每条都给出 URL 或 DOI；唯一的例外是本书所依据的中文教程：它没有已知的网址和作者，条目里明说“作者不详”
+    assert all(re.search(r"URL: https://|doi", e) or "作者不详" in e for e in entries), "有参考文献没有给出 URL 或 DOI"
     cited = set()
     for doc in ("s4_multi_head", "s5_ffn", "s6_block"):
         cited |= {h.split("#")[0] for h in load(built_book, doc).hrefs if "#" in h}
