@@ -184,8 +184,8 @@ def print_latex_errors(latex_dir: Path) -> None:
                 print("\n".join(lines[i:i + 6]))
 
 
-# 构建输入的指纹不看这些目录：输出、版本库、虚拟环境、测试、发行包
-NOT_INPUTS = {"_build", "tests", "dist", "node_modules", "__pycache__"}
+# 构建输入的指纹不看这些目录：输出、版本库与虚拟环境（以 . 开头）、测试、发行包、打包的中间产物
+NOT_INPUTS = {"_build", "tests", "dist", "build", "node_modules", "__pycache__"}
 
 
 def input_fingerprint(root: Path, builder: str, extra: list[str]) -> str:
@@ -193,9 +193,11 @@ def input_fingerprint(root: Path, builder: str, extra: list[str]) -> str:
     和命令行的摘要。与上次成功构建记下的一样，就说明这次构建不会有任何不同。"""
     digest = hashlib.sha256(f"{builder}\0{' '.join(extra)}\0{sys.executable}\0".encode())
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in NOT_INPUTS and not d.startswith("."))
+        # setuptools 打包时写的 build/、*.egg-info 是产物，不是输入（测试和 make dist 会在仓库里打包）
+        dirnames[:] = sorted(d for d in dirnames if d not in NOT_INPUTS and not d.startswith(".")
+                             and not d.endswith(".egg-info"))
         for name in sorted(filenames):
-            if name.endswith((".pyc", ".pyo")):
+            if name.endswith((".pyc", ".pyo", ".mo")):  # .mo 是 Sphinx 构建时从 .po 编译出来的（.po 才是输入）
                 continue
             path = Path(dirpath) / name
             digest.update(path.relative_to(root).as_posix().encode() + b"\0")
