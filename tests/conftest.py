@@ -225,6 +225,27 @@ def site(built_book):
     thread.join(timeout=5)
 
 
+# 主题的脚本在页面加载完后才把 data-theme="auto" 换成 light/dark；按钮等元素带 CSS 过渡（Bootstrap 的 .btn：0.15 s），
+# 颜色要过渡完才是最终的样子。机器忙时，axe 或截图可能正赶上过渡的半路（一个半明半暗的“搜索”按钮）。
+# 所以等两件事发生：主题已定下来，所有 CSS 过渡都已结束。等的是事件，不是固定的时间。
+SETTLE = """async () => {
+  const root = document.documentElement;
+  if (document.querySelector('script[src*="pydata-sphinx-theme"]')) {
+    while (!["light", "dark"].includes(root.dataset.theme)) {
+      await new Promise(r => requestAnimationFrame(r));
+    }
+  }
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const running = document.getAnimations().filter(a => a instanceof CSSTransition);
+  await Promise.all(running.map(a => a.finished.catch(() => null)));
+}"""
+
+
+def settle(page) -> None:
+    """等页面的主题与 CSS 过渡都定下来（见上面 SETTLE 的说明）。"""
+    page.evaluate(SETTLE)
+
+
 @pytest.fixture(scope="module")
 def browser():
     """Debian 的 Chromium（按 PATH 查找），经 Playwright 驱动；绝不运行 `playwright install`。"""

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from conftest import REPO, toc_docnames
+from conftest import REPO, settle, toc_docnames
 from pagekit import allowed_latin_words, english_words, load_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
@@ -51,6 +51,7 @@ class Visit:
             f"HTTP {r.status}: {r.url}"))
         page.goto(site + path, wait_until="load")
         page.wait_for_load_state("networkidle")
+        settle(page)
 
     def _local(self, url: str) -> bool:
         return url.startswith(self.site)
@@ -348,3 +349,15 @@ def test_axe_finds_no_serious_or_critical_violations(browser, site, built_book, 
             found[path] = violations
     assert not found, f"axe-core（{color_scheme}）:\n" + "\n".join(
         f"{path}:\n  " + "\n  ".join(v) for path, v in found.items())
+
+
+def test_checks_start_only_after_theme_and_transitions_settle(browser, site):
+    """深色模式下，主题脚本在加载后才把 auto 换成 dark，导航栏按钮随之有 0.15 s 的颜色过渡。
+    Visit 返回时，主题必须已定、过渡必须已完：否则 axe 和截图看到的是过渡半路的颜色。"""
+    visit = Visit(browser, site, page_path("book/index"), color_scheme="dark")
+    try:
+        theme, running = visit.page.evaluate("""() => [document.documentElement.dataset.theme,
+            document.getAnimations().filter(a => a instanceof CSSTransition && a.playState === 'running').length]""")
+    finally:
+        visit.close()
+    assert (theme, running) == ("dark", 0)

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 import interactive_cases as cases
-from conftest import REPO
+from conftest import REPO, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
@@ -68,6 +68,7 @@ class Figure:
         if javascript:
             page.wait_for_selector(f'[data-figure="{name}"][data-ready]', timeout=20000)
             assert self.root.get_attribute("data-ready") == "true", self.problems
+            settle(page)
         self.root.scroll_into_view_if_needed()
 
     def _route(self, route):
