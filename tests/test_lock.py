@@ -79,13 +79,28 @@ def test_pyproject_declares_what_minigpt_imports_at_runtime():
     assert not missing, f"pyproject.toml 没有声明：{missing}"
 
 
-@pytest.mark.slow
-def test_fresh_venv_from_the_lock_has_exactly_the_locked_set(tmp_path):
-    """按 make setup 的做法（tools/lock.py install）建一个全新的虚拟环境，再与锁逐行比较（约一两分钟）。"""
+def _venv_from_the_lock(tmp_path) -> Path:
+    """一个按 make setup 的做法（tools/lock.py install）从空目录新建的环境。
+
+    跑测试的 .venv 若正是这样建出来的（全新的 clone 上 make test 先做 make setup，lock.py 在环境里记下了这一点，
+    并记下锁的 SHA-256），就直接检查它：再建一个一模一样的只是多花一两分钟。否则（开发者的 .venv 是增量装的，
+    或锁已经改了）在临时目录里新建一个。"""
+    here = Path(sys.prefix)
+    if lock.fresh_from_lock(here):
+        return here
     venv = tmp_path / "venv"
     proc = subprocess.run([sys.executable, str(REPO / "tools" / "lock.py"), "install", "--venv", str(venv)],
                           capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert lock.fresh_from_lock(venv), "lock.py install 新建的环境没有记下它是从空目录按当前的锁建的"
+    return venv
+
+
+@pytest.mark.slow
+def test_fresh_venv_from_the_lock_has_exactly_the_locked_set(tmp_path):
+    """从锁新建的环境（见 _venv_from_the_lock）与锁逐行比较：一个不多、一个不少、版本相同；
+    不继承系统的 site-packages；minigpt 是仓库里 src/ 的可编辑安装。"""
+    venv = _venv_from_the_lock(tmp_path)
     python = venv / "bin" / "python"
     cfg = (venv / "pyvenv.cfg").read_text()
     assert "include-system-site-packages = false" in cfg
@@ -96,3 +111,19 @@ def test_fresh_venv_from_the_lock_has_exactly_the_locked_set(tmp_path):
     where = subprocess.run([str(python), "-c", "import minigpt, sys; print(minigpt.__file__)"],
                            capture_output=True, text=True, check=True).stdout.strip()
     assert Path(where).resolve() == (REPO / "src" / "minigpt" / "__init__.py").resolve()
+
+
+def test_provenance_says_fresh_only_for_a_venv_created_from_empty_with_this_lock(tmp_path, monkeypatch):
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    assert not lock.fresh_from_lock(venv)                      # 没有记录
+    lock.record_provenance(venv, fresh=False)
+    assert not lock.fresh_from_lock(venv)                      # 在已有的环境上增量安装
+    lock.record_provenance(venv, fresh=True)
+    assert lock.fresh_from_lock(venv)
+    other = tmp_path / "other.lock"
+    other.write_text("torch==2.13.0+cpu\n")
+    monkeypatch.setattr(lock, "LOCK", other)
+    assert not lock.fresh_from_lock(venv)                      # 锁之后又改了
+    (venv / lock.PROVENANCE).write_text("不是 JSON")
+    assert not lock.fresh_from_lock(venv)

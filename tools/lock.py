@@ -14,6 +14,8 @@ requirements.lock 一起提交。tests/test_lock.py 检查两者一致，并从�
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import re
 import subprocess
 import sys
@@ -103,12 +105,38 @@ def install(venv: Path) -> None:
         raise SystemExit("requirements.lock 与 requirements.txt 不一致：" + "；".join(stale)
                          + "。请运行 make lock 刷新锁，再把两个文件一起提交。")
     python = venv / "bin" / "python"
-    if not python.exists():
+    fresh = not python.exists()
+    if fresh:
         new_venv(venv)
+    (venv / PROVENANCE).unlink(missing_ok=True)
     pip = [str(python), "-m", "pip", "install", "--quiet", "--no-deps"]
     run(pip + ["-r", str(LOCK)], cwd=REPO)
     run(pip + ["-e", str(REPO)], cwd=REPO)
     run([str(python), "-m", "pip", "check"], cwd=REPO, stdout=subprocess.DEVNULL)
+    record_provenance(venv, fresh)
+
+
+# 这个环境是怎么来的：是否由这一次 install 从空目录新建，按的是哪一版锁（内容的 SHA-256）。
+# 测试据此判断 .venv 本身是否就是“从锁新建的环境”，是的话直接检查它，不必再建一个（见 tests/test_lock.py）
+PROVENANCE = ".lock-provenance.json"
+
+
+def lock_digest() -> str:
+    return hashlib.sha256(LOCK.read_bytes()).hexdigest()
+
+
+def record_provenance(venv: Path, fresh: bool) -> None:
+    (venv / PROVENANCE).write_text(json.dumps({"created_from_empty": fresh, "lock_sha256": lock_digest()}) + "\n",
+                                   encoding="utf-8")
+
+
+def fresh_from_lock(venv: Path) -> bool:
+    """venv 是否由 install 从空目录新建、且按的就是当前的锁。"""
+    try:
+        info = json.loads((venv / PROVENANCE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return info.get("created_from_empty") is True and info.get("lock_sha256") == lock_digest()
 
 
 def main(argv: list[str] | None = None) -> None:
