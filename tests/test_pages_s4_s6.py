@@ -245,7 +245,7 @@ def test_s5_relu_and_gelu_values_are_printed(built_book):
 
 def test_s5_independence_sentence_agrees_with_the_printed_difference(built_book):
     page = load(built_book, "s5_ffn")
-    printed = re.search(r"位置 1 单独送进去，和整段里的位置 1 相同吗？(True|False)（最大差 (\S+)）", page.text)
+    printed = re.search(r"位置 1：单独算与整段里算，allclose → (True|False)（最大差 (\S+)）", page.text)
     assert printed and printed.group(1) == "True", "没有打印出位置 1 的比较"
     diff = float(printed.group(2))
     para = next(p for p in _paragraphs(page) if p.startswith("torch.allclose 的回答是"))

@@ -174,15 +174,15 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int | None = None):
         super().__init__()
-        d_ff = d_ff or 4 * d_model  # 不给 d_ff 时取 4·d_model
         self.d_model = d_model
-        self.d_ff = d_ff
-        self.fc1 = nn.Linear(d_model, d_ff)
-        self.fc2 = nn.Linear(d_ff, d_model)
+        self.d_ff = d_ff or 4 * d_model  # 不给 d_ff 时取 4·d_model
+        self.fc1 = nn.Linear(self.d_model, self.d_ff)  # W_1、b_1：升维
+        self.fc2 = nn.Linear(self.d_ff, self.d_model)  # W_2、b_2：降维
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """[..., d_model] → [..., d_ff] → [..., d_model]。"""
-        return self.fc2(F.relu(self.fc1(x)))
+        """[..., d_model] → [..., d_model]，每个位置各算各的。"""
+        h = F.relu(self.fc1(x))  # [..., d_ff]：探测器的信号，不是正数的换成 0
+        return self.fc2(h)       # [..., d_model]
 
 
 def feedforward_num_params(d_model: int, d_ff: int | None = None) -> int:
