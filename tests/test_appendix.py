@@ -68,6 +68,7 @@ def test_first_half_shares_are_glued_into_the_prose(page):
     rnn_half = first_half_share(rnn_input_gradients().grad_norms)
     attn_half = first_half_share(attention_input_gradients().grad_norms)
     assert 0 < rnn_half < 1e-6
+    assert 0.4 < attn_half < 0.5  # 正文：比 80 个位置平分时的 50% 略少
     # RNN 的占比以科学计数法出现在输出和正文里，显出它的真实量级，而不是 0.000%
     assert re.search(rf"RNN:\s+{rnn_half:.3e}", _outputs(soup))
     assert f"{rnn_half:.1e}" in prose and f"{rnn_half * 100:.1e}%" in prose
@@ -135,8 +136,8 @@ def test_mask_convention_and_careful_conclusion(page):
     assert "等于 torch.triu(..., diagonal=1): True" in out
     prose = _prose(soup)
     assert "路径长度都是 1" in prose
-    assert "一步就到，不等于到的时候分量很足" in prose
-    assert "权重由参数和输入一起算出" in prose
+    assert "路短，不等于梯度大" in prose
+    assert "学成什么样" in prose
 
 
 def test_orders_of_magnitude_named_in_the_prose_hold():
@@ -151,6 +152,10 @@ def test_orders_of_magnitude_named_in_the_prose_hold():
     for g in (rnn, lstm):                       # RNN 与未训练的 LSTM：首尾相差十几个数量级
         assert 1e10 < (g[-1] / g[0]).item() < 1e20
     assert 3 < (attn[-1] / attn[0]).item() < 30  # 注意力：只差一个数量级左右
+    assert (attn.max() / attn.min()).item() < 100  # 注意力：整条曲线在不到两个数量级宽的带子里
+    assert 1e10 < (attn[0] / rnn[0]).item() < 1e20  # 位置 0：RNN 比注意力低十几个数量级
+    above = (rnn > attn).nonzero().flatten().tolist()  # RNN 高过注意力的位置：末尾连续的一小段
+    assert above and above == list(range(len(rnn) - len(above), len(rnn))) and len(above) < 15, above
     assert torch.all(attn > 0)
 
 

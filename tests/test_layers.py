@@ -43,11 +43,11 @@ def test_mha_matches_torch_multihead_attention(dtype, masked):
 
 
 def _copy_into_encoder_layer(block: TransformerBlock, ref: nn.TransformerEncoderLayer) -> None:
-    _copy_into_torch_mha(block.attention, ref.self_attn)
+    _copy_into_torch_mha(block.attn, ref.self_attn)
     ref.linear1.load_state_dict(block.ffn.fc1.state_dict())
     ref.linear2.load_state_dict(block.ffn.fc2.state_dict())
-    ref.norm1.load_state_dict(block.norm1.state_dict())
-    ref.norm2.load_state_dict(block.norm2.state_dict())
+    ref.norm1.load_state_dict(block.ln_attn.state_dict())
+    ref.norm2.load_state_dict(block.ln_ffn.state_dict())
 
 
 @pytest.mark.parametrize("masked", [False, True])
@@ -56,7 +56,7 @@ def test_transformer_block_matches_torch_encoder_layer(masked):
     d_model, h, d_ff, seq = 8, 2, 16, 5
     block = TransformerBlock(d_model, h, d_ff)
     with torch.no_grad():  # LayerNorm 的参数也换成随机值，确保真的被复制
-        for norm in (block.norm1, block.norm2):
+        for norm in (block.ln_attn, block.ln_ffn):
             norm.weight.uniform_(0.5, 1.5)
             norm.bias.uniform_(-0.5, 0.5)
     ref = nn.TransformerEncoderLayer(d_model, h, d_ff, dropout=0.0, activation="relu",
@@ -164,7 +164,7 @@ def test_ffn_param_count_equals_formula_and_default_is_4x():
 
 def test_block_children_order_and_shape_preserved():
     block = TransformerBlock(8, 2)
-    assert [n for n, _ in block.named_children()] == ["attention", "ffn", "norm1", "norm2"]
+    assert [n for n, _ in block.named_children()] == ["attn", "ln_attn", "ffn", "ln_ffn"]
     x = torch.randn(2, 5, 8)
     assert block(x, causal_mask(5)).shape == x.shape
 
@@ -173,8 +173,8 @@ def test_block_is_post_ln():
     torch.manual_seed(0)
     block = TransformerBlock(8, 2)
     x = torch.randn(1, 4, 8)
-    h = block.norm1(x + block.attention(x))
-    torch.testing.assert_close(block(x), block.norm2(h + block.ffn(h)))
+    h = block.ln_attn(x + block.attn(x))
+    torch.testing.assert_close(block(x), block.ln_ffn(h + block.ffn(h)))
 
 
 def test_heads_must_divide_d_model():

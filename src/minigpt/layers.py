@@ -200,16 +200,17 @@ class TransformerBlock(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int | None = None):
         super().__init__()
-        self.attention = MultiHeadAttention(d_model, num_heads)
+        # 两个子层各配一个 LayerNorm，按数据经过的先后排
+        self.attn = MultiHeadAttention(d_model, num_heads)
+        self.ln_attn = nn.LayerNorm(d_model)
         self.ffn = FeedForward(d_model, d_ff)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
+        self.ln_ffn = nn.LayerNorm(d_model)
 
     def forward(self, x: torch.Tensor,
                 mask: torch.Tensor | None = None) -> torch.Tensor:
         """x: [batch, seq, d_model] → [batch, seq, d_model]；
         mask 只传给注意力子层。
         """
-        x = self.norm1(x + self.attention(x, mask))  # 子层 1：多头注意力
-        x = self.norm2(x + self.ffn(x))              # 子层 2：逐位置的 FFN
+        x = self.ln_attn(x + self.attn(x, mask))  # 子层 1：多头注意力
+        x = self.ln_ffn(x + self.ffn(x))          # 子层 2：逐位置的 FFN
         return x
