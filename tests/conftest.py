@@ -189,7 +189,8 @@ def fresh_venv(tmp_path_factory) -> FreshVenv:
     subprocess.run([sys._base_executable, "-m", "venv", str(venv)], check=True)
     fresh = FreshVenv(venv / "bin" / "python", "book-fresh-venv", root / "jupyter")
     pins = [f"{name}=={version(name)}" for name in ("torch", "numpy", "matplotlib", "ipykernel", "setuptools")]
-    fresh.pip("install", "--quiet", "--find-links", str(torch_wheel_dir()), *pins)
+    # --no-compile：不预先编译几千个用不到的 .pyc（省下两三分钟）；用到的模块在第一次 import 时照常编译、写入
+    fresh.pip("install", "--quiet", "--no-compile", "--find-links", str(torch_wheel_dir()), *pins)
     spec = fresh.jupyter_path / "kernels" / fresh.kernel
     spec.mkdir(parents=True)
     (spec / "kernel.json").write_text(json.dumps({
