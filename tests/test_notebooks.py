@@ -193,3 +193,5 @@ def test_every_notebook_runs_in_a_fresh_venv_and_prints_what_its_page_prints(bui
             assert _errors(after) == _errors(before), (doc, before.source[:200])
     assert installs[0].startswith("已安装") and book_notebooks.wheel_name(book_release.package_version(REPO)) in installs[0]
     assert all("已经装好" in text for text in installs[1:]), installs
+    # 每个笔记本都给图装上中文字体（读者那里没有书页的隐藏设置单元）
+    assert all("图中的中文字体： " in text for text in installs), installs

@@ -27,13 +27,11 @@ import base64
 import hashlib
 import json
 import mimetypes
-import os
 import posixpath
 import re
 import shutil
 import sys
 import tempfile
-import time
 import zipfile
 from pathlib import Path
 from urllib.parse import urljoin
@@ -453,6 +451,7 @@ pip 里的名字是 `{dist}`，代码里写 `import minigpt`。（PyPI 上另有
 
 运行下面这个单元即可：已经装好这一版时它什么也不做；没有装时，它优先用同一文件夹里的 wheel
 （全书笔记本包 `{zip}` 里就有），否则从本书网站下载 `{wheel}` 安装，pip 会一并装上 PyTorch、numpy 和 matplotlib。
+最后它给图选好中文字体 Noto Sans CJK；机器上没有这个字体时，它会说怎样安装。
 也可以在终端里自己装：`pip install {wheel}`。这份笔记本对应的网页：<{page_url}>"""
 
 INSTALL_CODE = """\
@@ -471,7 +470,14 @@ else:
     wheel = str(local[0]) if local else "{wheel_url}"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", wheel], check=True)
     importlib.invalidate_caches()
-    print("已安装", wheel)"""
+    print("已安装", wheel)
+
+# 图里的中文要用 Noto Sans CJK 字体；没有它，中文会画成方框（错误信息说怎样安装）
+from minigpt import plots
+try:
+    print("图中的中文字体：", plots.setup_chinese_font())
+except RuntimeError as err:
+    print(err)"""
 
 
 def install_cells(app: Sphinx, pagename: str, wheel_name: str) -> list[nbformat.NotebookNode]:
@@ -569,14 +575,6 @@ jupyter notebook
 """
 
 
-def _zip_write(zf: zipfile.ZipFile, name: str, data: bytes) -> None:
-    stamp = time.gmtime(int(os.environ.get("SOURCE_DATE_EPOCH", "1767225600")))[:6]
-    info = zipfile.ZipInfo(f"{NOTEBOOKS_FOLDER}/{name}", date_time=stamp)
-    info.compress_type = zipfile.ZIP_DEFLATED
-    info.external_attr = 0o644 << 16
-    zf.writestr(info, data)
-
-
 def runtime_requirements(root: Path, wheel: str) -> str:
     """requirements.txt：运行笔记本要的包，版本取自仓库的 requirements.txt；最后一行是本书的 wheel。"""
     pins = {}
@@ -630,6 +628,7 @@ def build_notebooks_zip(app: Sphinx, exception) -> None:
     except (OSError, RuntimeError) as err:
         logger.warning(f"[book_notebooks] 没能打包本书的 wheel：{err}")
         return
+    import homework_bundle
     from book_release import DISTRIBUTION, edition_line
 
     wheel_file = wheel_name(app.config.version)
@@ -641,13 +640,13 @@ def build_notebooks_zip(app: Sphinx, exception) -> None:
                            listing=listing, wheel=wheel_file, dist=DISTRIBUTION, base=app.config.html_baseurl)
     with tempfile.TemporaryDirectory() as tmp:
         partial = Path(tmp) / NOTEBOOKS_ZIP
+        files = [("README.md", readme.encode()),
+                 ("requirements.txt", runtime_requirements(Path(app.confdir), wheel_file).encode()),
+                 *((f"{posixpath.basename(doc)}.ipynb", path.read_bytes()) for doc, path in notebooks),
+                 *([(wheel_file, wheel.read_bytes())] if wheel is not None else [])]
         with zipfile.ZipFile(partial, "w") as zf:
-            _zip_write(zf, "README.md", readme.encode())
-            _zip_write(zf, "requirements.txt", runtime_requirements(Path(app.confdir), wheel_file).encode())
-            for doc, path in notebooks:
-                _zip_write(zf, f"{posixpath.basename(doc)}.ipynb", path.read_bytes())
-            if wheel is not None:
-                _zip_write(zf, wheel_file, wheel.read_bytes())
+            for name, data in files:
+                homework_bundle.zip_write(zf, name, data, folder=NOTEBOOKS_FOLDER)
         write_if_changed(outdir / NOTEBOOKS_ZIP, partial.read_bytes())
     if wheel is not None:
         write_if_changed(outdir / wheel_file, wheel.read_bytes())

@@ -102,10 +102,11 @@ def build_wheel(root: Path, out_dir: Path, python: str = sys.executable) -> Path
     return wheels[0]
 
 
-def _zip_write(zf: zipfile.ZipFile, name: str, data: bytes) -> None:
-    # 固定时间戳（SOURCE_DATE_EPOCH，默认 2026-01-01），内容不变时作业包逐字节相同
+def zip_write(zf: zipfile.ZipFile, name: str, data: bytes, folder: str = FOLDER) -> None:
+    """把 data 写进 zip 的 folder/name。固定时间戳（SOURCE_DATE_EPOCH，默认 2026-01-01）与权限，
+    内容不变时 zip 逐字节相同（作业包与笔记本包都用它）。"""
     stamp = time.gmtime(int(os.environ.get("SOURCE_DATE_EPOCH", "1767225600")))[:6]
-    info = zipfile.ZipInfo(f"{FOLDER}/{name}", date_time=stamp)
+    info = zipfile.ZipInfo(f"{folder}/{name}", date_time=stamp)
     info.compress_type = zipfile.ZIP_DEFLATED
     info.external_attr = 0o644 << 16
     zf.writestr(info, data)
@@ -119,9 +120,9 @@ def build_bundle(root: Path, target: Path, python: str = sys.executable) -> Path
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(".zip.part")
         with zipfile.ZipFile(partial, "w") as zf:
-            _zip_write(zf, "README.md", README.format(wheel=wheel.name, version=version).encode())
-            _zip_write(zf, "homework_student.ipynb", (root / NOTEBOOK).read_bytes())
-            _zip_write(zf, wheel.name, wheel.read_bytes())
+            zip_write(zf, "README.md", README.format(wheel=wheel.name, version=version).encode())
+            zip_write(zf, "homework_student.ipynb", (root / NOTEBOOK).read_bytes())
+            zip_write(zf, wheel.name, wheel.read_bytes())
         partial.replace(target)
     return target
 

@@ -218,6 +218,18 @@ def head_weights(weights_per_head: ArrayLike, labels: Sequence[str]) -> Figure:
     return fig
 
 
+def _box(ax, xy, w, h, text, color, fontsize=10, *, dashed=False, linespacing=1.7):
+    """结构图、数据流图里的一个圆角方框（左下角 xy，宽 w、高 h），text 居中；dashed 画虚线边框。"""
+    x, y = xy
+    ax.add_patch(FancyBboxPatch(
+        (x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.12",
+        facecolor=color, edgecolor="#333333", linewidth=1.2,
+        linestyle="--" if dashed else "-",
+    ))
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center",
+            fontsize=fontsize, color="black", linespacing=linespacing)
+
+
 def multihead_diagram() -> Figure:
     """多头注意力示意图：X 进入 h 个头，每个头用自己的 W_i^Q、W_i^K、W_i^V
     做一次缩放点积注意力，h 个 [n, d_k] 的输出拼接后再乘 W^O（见第 4 节 多头注意力）。
@@ -228,7 +240,7 @@ def multihead_diagram() -> Figure:
     ax.axis("off")
     match, data, out_c = "#fcd9b6", "#eeeeee", "#cde4f7"
     n_dm = r"$[n,\ d_{\mathrm{model}}]$"
-    _flow_box(ax, (0.2, 3.9), 2.2, 1.6, "$X$\n" + n_dm, data, 11)
+    _box(ax, (0.2, 3.9), 2.2, 1.6, "$X$\n" + n_dm, data, 11)
     heads = {"1": 7.6, "2": 5.3, "h": 1.9}  # 每个头一行：中心的 y
     for i, yc in heads.items():
         ax.add_patch(FancyBboxPatch(
@@ -238,18 +250,18 @@ def multihead_diagram() -> Figure:
         ax.text(3.55, yc, f"头 {i}" if i != "h" else "头 $h$", ha="center",
                 va="center", fontsize=10)
         proj = rf"$\times\ W_{i}^Q,\ W_{i}^K,\ W_{i}^V$"
-        _flow_box(ax, (4.3, yc - 0.65), 2.9, 1.3, proj, match, 10)
-        _flow_box(ax, (7.8, yc - 0.65), 3.2, 1.3, "缩放点积注意力", match, 10)
+        _box(ax, (4.3, yc - 0.65), 2.9, 1.3, proj, match, 10)
+        _box(ax, (7.8, yc - 0.65), 3.2, 1.3, "缩放点积注意力", match, 10)
         _arrow(ax, (2.4, 4.7), (2.9, yc))
         _arrow(ax, (7.2, yc), (7.8, yc))
         _arrow(ax, (11.3, yc), (12.3, yc))
         ax.text(11.8, yc + 0.12, r"$[n,\ d_k]$", ha="center", va="bottom",
                 fontsize=9)
     ax.text(7.1, 3.65, r"$\vdots$", ha="center", va="center", fontsize=16)
-    _flow_box(ax, (12.3, 0.9), 2.0, 7.7, "拼接\n" + r"$[n,\ h\,d_k]$", data, 10)
-    _flow_box(ax, (15.0, 3.95), 1.5, 1.5, r"$\times\ W^O$", out_c, 11)
+    _box(ax, (12.3, 0.9), 2.0, 7.7, "拼接\n" + r"$[n,\ h\,d_k]$", data, 10)
+    _box(ax, (15.0, 3.95), 1.5, 1.5, r"$\times\ W^O$", out_c, 11)
     _arrow(ax, (14.3, 4.7), (15.0, 4.7))
-    _flow_box(ax, (17.1, 3.8), 2.2, 1.8, "输出\n" + n_dm, data, 10)
+    _box(ax, (17.1, 3.8), 2.2, 1.8, "输出\n" + n_dm, data, 10)
     _arrow(ax, (16.5, 4.7), (17.1, 4.7))
     ax.text(7.1, 0.35, r"每个头的投影：$d_{\mathrm{model}} \to d_k$；"
             r"本书取 $h\,d_k = d_{\mathrm{model}}$", ha="center", va="center",
@@ -447,16 +459,6 @@ def first_position_vs_length(result: FirstPositionVsLength) -> Figure:
 # ---------------------------------------------------------------- 第 6 节：结构图
 
 
-def _box(ax, y, h, text, color):
-    ax.add_patch(FancyBboxPatch(
-        (2.6, y), 4.8, h,
-        boxstyle="round,pad=0.02,rounding_size=0.15",
-        facecolor=color, edgecolor="#333333", linewidth=1.3,
-    ))
-    ax.text(5.0, y + h / 2, text, ha="center", va="center",
-            fontsize=11, color="black")
-
-
 def _arrow(ax, start, end):
     ax.add_patch(FancyArrowPatch(
         start, end, arrowstyle="-|>", mutation_scale=14,
@@ -493,10 +495,10 @@ def transformer_block_diagram() -> Figure:
     ))
     ax.text(5.0, 0.55, "输入 x：[batch, seq_len, d_model]",
             ha="center", va="center", fontsize=11)
-    _box(ax, 2.4, 1.2, "多头注意力\n（带因果遮蔽）", "#fcd9b6")
-    _box(ax, 4.5, 0.8, "Add & Norm", "#fff3b0")
-    _box(ax, 6.3, 1.2, "前馈网络（FFN）\n逐位置", "#cde4f7")
-    _box(ax, 8.4, 0.8, "Add & Norm", "#fff3b0")
+    _box(ax, (2.6, 2.4), 4.8, 1.2, "多头注意力\n（带因果遮蔽）", "#fcd9b6", 11, linespacing=1.2)
+    _box(ax, (2.6, 4.5), 4.8, 0.8, "Add & Norm", "#fff3b0", 11, linespacing=1.2)
+    _box(ax, (2.6, 6.3), 4.8, 1.2, "前馈网络（FFN）\n逐位置", "#cde4f7", 11, linespacing=1.2)
+    _box(ax, (2.6, 8.4), 4.8, 0.8, "Add & Norm", "#fff3b0", 11, linespacing=1.2)
     ax.text(5.0, 11.2, "输出：[batch, seq_len, d_model]",
             ha="center", va="center", fontsize=11)
     _arrow(ax, (5.0, 0.9), (5.0, 2.4))    # x → Attention
@@ -512,16 +514,6 @@ def transformer_block_diagram() -> Figure:
     ax.text(1.05, 5.6, "× N", ha="right", va="center", fontsize=14)
     ax.set_title("Transformer Block（Post-LN）", fontsize=12)
     return fig
-
-
-def _stack_box(ax, x, y, w, h, text, color, dashed=False):
-    ax.add_patch(FancyBboxPatch(
-        (x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.12",
-        facecolor=color, edgecolor="#333333", linewidth=1.2,
-        linestyle="--" if dashed else "-",
-    ))
-    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center",
-            fontsize=9.5, color="black")
 
 
 def encoder_decoder_diagram() -> Figure:
@@ -550,13 +542,13 @@ def encoder_decoder_diagram() -> Figure:
     # 编码器：源序列 → 嵌入 + 位置编码 → [自注意力, Add & Norm, FFN, Add & Norm]
     ax.text(enc_c, 0.45, "源序列（例如待翻译的句子）",
             ha="center", va="center", fontsize=10)
-    _stack_box(ax, enc_x, 1.2, w, 0.9, "嵌入 + 位置编码", "#e0e0e0")
+    _box(ax, (enc_x, 1.2), w, 0.9, "嵌入 + 位置编码", "#e0e0e0", 9.5, linespacing=1.2)
     enc = [(3.0, 1.0, "多头自注意力\n（不遮蔽）", attn),
            (4.3, 0.6, "Add & Norm", norm),
            (5.2, 1.0, "前馈网络（FFN）", ffn),
            (6.5, 0.6, "Add & Norm", norm)]
     for y, h, text, color in enc:
-        _stack_box(ax, enc_x, y, w, h, text, color)
+        _box(ax, (enc_x, y), w, h, text, color, 9.5, linespacing=1.2)
     for y0, y1 in ((2.1, 3.0), (4.0, 4.3), (4.9, 5.2), (6.2, 6.5)):
         _arrow(ax, (enc_c, y0), (enc_c, y1))
     ax.text(enc_c, 8.85, "编码器", ha="center", va="center",
@@ -565,7 +557,7 @@ def encoder_decoder_diagram() -> Figure:
     #         → 线性层 + softmax
     ax.text(dec_c, 0.45, "已生成的目标序列",
             ha="center", va="center", fontsize=10)
-    _stack_box(ax, dec_x, 1.2, w, 0.9, "嵌入 + 位置编码", "#e0e0e0")
+    _box(ax, (dec_x, 1.2), w, 0.9, "嵌入 + 位置编码", "#e0e0e0", 9.5, linespacing=1.2)
     dec = [(3.0, 1.0, "多头自注意力\n（带因果遮蔽）", attn, False),
            (4.3, 0.6, "Add & Norm", norm, False),
            (5.2, 1.0, "交叉注意力\n（读编码器输出）", cross, True),
@@ -573,11 +565,11 @@ def encoder_decoder_diagram() -> Figure:
            (7.4, 1.0, "前馈网络（FFN）", ffn, False),
            (8.7, 0.6, "Add & Norm", norm, False)]
     for y, h, text, color, dashed in dec:
-        _stack_box(ax, dec_x, y, w, h, text, color, dashed)
+        _box(ax, (dec_x, y), w, h, text, color, 9.5, dashed=dashed, linespacing=1.2)
     for y0, y1 in ((2.1, 3.0), (4.0, 4.3), (4.9, 5.2), (6.2, 6.5),
                    (7.1, 7.4), (8.2, 8.7), (9.3, 10.45)):
         _arrow(ax, (dec_c, y0), (dec_c, y1))
-    _stack_box(ax, dec_x, 10.45, w, 0.8, "线性层 + softmax", "#e0e0e0")
+    _box(ax, (dec_x, 10.45), w, 0.8, "线性层 + softmax", "#e0e0e0", 9.5, linespacing=1.2)
     _arrow(ax, (dec_c, 11.25), (dec_c, 11.9))
     ax.text(dec_c, 12.2, "下一个 token 的概率", ha="center", va="center", fontsize=10)
     ax.text(dec_c, 12.85, "解码器", ha="center", va="center",
@@ -601,17 +593,6 @@ def encoder_decoder_diagram() -> Figure:
 # ------------------------------------------------------ 第 1 节：Q/K/V 数据流图
 
 
-def _flow_box(ax, xy, w, h, text, color, fontsize=10):
-    """数据流图里的一个圆角方框，text 居中。"""
-    x, y = xy
-    ax.add_patch(FancyBboxPatch(
-        (x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.12",
-        facecolor=color, edgecolor="#333333", linewidth=1.2,
-    ))
-    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center",
-            fontsize=fontsize, color="black", linespacing=1.7)
-
-
 def qkv_dataflow_diagram() -> Figure:
     """Q/K/V 数据流图：X 经三个投影变成 Q、K、V，Q 与 K 算注意力分数，
     softmax 得到注意力权重，再用权重对 V 加权求和（见第 1 节 注意力在做什么）。
@@ -626,28 +607,28 @@ def qkv_dataflow_diagram() -> Figure:
     n_dm = r"$[n,\ d_{\mathrm{model}}]$"
     n_dk = r"$[n,\ d_k]$"
     # 输入与三个投影
-    _flow_box(ax, (0.2, 3.4), 2.2, 1.6, "$X$\n" + n_dm, data, 11)
+    _box(ax, (0.2, 3.4), 2.2, 1.6, "$X$\n" + n_dm, data, 11)
     rows = {"Q": 6.4, "K": 3.4, "V": 0.4}
     names = {"Q": "Query", "K": "Key", "V": "Value"}
     for r, y in rows.items():
         color = content if r == "V" else match
-        _flow_box(ax, (3.4, y), 1.9, 1.6, rf"$\times\ W_{r}$", color, 11)
+        _box(ax, (3.4, y), 1.9, 1.6, rf"$\times\ W_{r}$", color, 11)
         label = f"${r}$（{names[r]}）\n" + n_dk
-        _flow_box(ax, (6.2, y), 2.4, 1.6, label, color, 10)
+        _box(ax, (6.2, y), 2.4, 1.6, label, color, 10)
         _arrow(ax, (2.4, 4.2), (3.4, y + 0.8))
         _arrow(ax, (5.3, y + 0.8), (6.2, y + 0.8))
     # Q、K → 注意力分数 → softmax → 注意力权重
     scores = "缩放后的分数\n" + r"$QK^\top/\sqrt{d_k}$"
-    _flow_box(ax, (9.6, 4.9), 2.5, 1.6, scores, match, 10)
+    _box(ax, (9.6, 4.9), 2.5, 1.6, scores, match, 10)
     _arrow(ax, (8.6, 7.2), (9.6, 6.0))
     _arrow(ax, (8.6, 4.2), (9.6, 5.4))
-    _flow_box(ax, (12.8, 4.9), 2.4, 1.6, "softmax\n（每行和为 1）", match, 10)
+    _box(ax, (12.8, 4.9), 2.4, 1.6, "softmax\n（每行和为 1）", match, 10)
     _arrow(ax, (12.1, 5.7), (12.8, 5.7))
     weights = "注意力权重 $A$\n" + r"$[n,\ n]$"
-    _flow_box(ax, (12.8, 2.4), 2.4, 1.6, weights, match, 10)
+    _box(ax, (12.8, 2.4), 2.4, 1.6, weights, match, 10)
     _arrow(ax, (14.0, 4.9), (14.0, 4.0))
     # 权重与 V → 加权求和 → 输出
-    _flow_box(ax, (15.6, 0.4), 2.2, 1.6, "输出 $AV$\n" + n_dk, data, 10)
+    _box(ax, (15.6, 0.4), 2.2, 1.6, "输出 $AV$\n" + n_dk, data, 10)
     _arrow(ax, (15.2, 3.2), (16.7, 2.0))
     _arrow(ax, (8.6, 1.2), (15.6, 1.2))
     ax.text(11.9, 1.45, "$V$ 的各行以 $A$ 为系数相加", ha="center",
