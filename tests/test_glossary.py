@@ -48,37 +48,19 @@ SKIP_TAGS = {"h1", "h2", "h3", "h4", "h5", "h6", "code", "pre", "script", "style
 SKIP_CLASSES = {"math", "cell_output", "output", "highlight", "headerlink"}
 
 
-def prose_pieces(path: Path) -> list[tuple[str, str | None]]:
+def _pieces(path: Path, inline_math: bool) -> list[tuple[str, str | None]]:
     """按顺序收集 <article> 正文里的文字片段，并记下每段所在的、指向术语表某个锚点的链接。
 
-    跳过标题、代码、公式、代码单元的输出、脚本：术语的“第一次出现”只算正文文字。
+    跳过标题、代码、代码单元的输出、脚本和公式块（div.math：不能加链接）；行内公式（span.math）
+    只在 inline_math 时收集。
     """
+    skip = SKIP_CLASSES - {"math"} if inline_math else SKIP_CLASSES
     pieces = []
     for article in articles(soup(path)):
         for node in text_nodes(article):
             if not node.strip():
                 continue
             ancestors = [t for t in node.parents if t is not article and article in t.parents]
-            if any(t.name in SKIP_TAGS or SKIP_CLASSES & set(t.get("class") or []) for t in ancestors):
-                continue
-            link = next((t for t in ancestors if t.name == "a" and "glossary.html#term-" in (t.get("href") or "")),
-                        None)
-            pieces.append((str(node), link["href"].split("#", 1)[1] if link else None))
-    return pieces
-
-
-def symbol_pieces(path: Path) -> list[tuple[str, str | None]]:
-    """按顺序收集正文文字和行内公式（span.math）的文字，并记下每段所在的术语表链接锚点。
-
-    和 prose_pieces 一样跳过标题、代码、代码输出；公式块（div.math）不能加链接，也跳过。
-    """
-    pieces = []
-    for article in articles(soup(path)):
-        for node in text_nodes(article):
-            if not node.strip():
-                continue
-            ancestors = [t for t in node.parents if t is not article and article in t.parents]
-            skip = SKIP_CLASSES - {"math"}
             if any(t.name in SKIP_TAGS or skip & set(t.get("class") or []) for t in ancestors):
                 continue
             if any(t.name == "div" and "math" in (t.get("class") or []) for t in ancestors):
@@ -87,6 +69,16 @@ def symbol_pieces(path: Path) -> list[tuple[str, str | None]]:
                         None)
             pieces.append((str(node), link["href"].split("#", 1)[1] if link else None))
     return pieces
+
+
+def prose_pieces(path: Path) -> list[tuple[str, str | None]]:
+    """正文文字：术语的“第一次出现”只算这些（不含任何公式）。"""
+    return _pieces(path, inline_math=False)
+
+
+def symbol_pieces(path: Path) -> list[tuple[str, str | None]]:
+    """正文文字加行内公式：符号术语（d_k 之类）也可能第一次出现在公式里。"""
+    return _pieces(path, inline_math=True)
 
 
 def first_symbol_uses(path: Path) -> dict[str, tuple[str, str | None]]:
