@@ -44,8 +44,8 @@ def test_mha_matches_torch_multihead_attention(dtype, masked):
 
 def _copy_into_encoder_layer(block: TransformerBlock, ref: nn.TransformerEncoderLayer) -> None:
     _copy_into_torch_mha(block.attn, ref.self_attn)
-    ref.linear1.load_state_dict(block.ffn.fc1.state_dict())
-    ref.linear2.load_state_dict(block.ffn.fc2.state_dict())
+    ref.linear1.load_state_dict(block.ffn.up.state_dict())
+    ref.linear2.load_state_dict(block.ffn.down.state_dict())
     ref.norm1.load_state_dict(block.ln_attn.state_dict())
     ref.norm2.load_state_dict(block.ln_ffn.state_dict())
 
@@ -158,7 +158,7 @@ def test_ffn_param_count_equals_formula_and_default_is_4x():
     ffn = FeedForward(512, 2048)
     assert sum(p.numel() for p in ffn.parameters()) == feedforward_num_params(512, 2048) == 2_099_712
     small = FeedForward(8)
-    assert small.fc1.out_features == 32 and small.fc2.in_features == 32
+    assert small.up.out_features == 32 and small.down.in_features == 32
     assert sum(p.numel() for p in small.parameters()) == 2 * 8 * 32 + 32 + 8
 
 

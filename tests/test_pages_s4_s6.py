@@ -215,7 +215,7 @@ def test_s5_has_its_own_title_equation_and_one_token_shapes(built_book):
     assert any(r"\max(0" in m and "W_1" in m and "W_2" in m for m in page.math)
     assert "(5.1)" in page.text
     assert "[1.0, -0.5, 0.3, 2.0]" in page.text
-    shapes = (("输入", "(1, 4)"), ("fc1 升维", "(1, 16)"), ("ReLU 激活", "(1, 16)"), ("fc2 降维", "(1, 4)"))
+    shapes = (("输入", "(1, 4)"), ("第一层 升维", "(1, 16)"), ("ReLU 激活", "(1, 16)"), ("第二层 降维", "(1, 4)"))
     for label, shape in shapes:
         assert re.search(rf"{label}\s+{re.escape(shape)}", page.text), (label, shape)
     # 正文里的形状序列是 glue 进来的（remove-cell 里由 steps 算出），和打印的一致
@@ -227,7 +227,7 @@ def test_s5_has_its_own_title_equation_and_one_token_shapes(built_book):
     ffn = FeedForward(4, 16)
     with torch.no_grad():
         out = ffn(torch.tensor([[1.0, -0.5, 0.3, 2.0]]))
-        zeros = int((torch.relu(ffn.fc1(torch.tensor([[1.0, -0.5, 0.3, 2.0]]))) == 0).sum())
+        zeros = int((torch.relu(ffn.up(torch.tensor([[1.0, -0.5, 0.3, 2.0]]))) == 0).sum())
     assert f"{out[0, 0].item():.4f}" in page.text
     assert str(zeros) in page.pasted
 
@@ -245,8 +245,8 @@ def test_s5_relu_and_gelu_values_are_printed(built_book):
 
 def test_s5_independence_sentence_agrees_with_the_printed_difference(built_book):
     page = load(built_book, "s5_ffn")
-    printed = re.search(r"位置 1：单独算与整段里算，allclose → (True|False)（最大差 (\S+)）", page.text)
-    assert printed and printed.group(1) == "True", "没有打印出位置 1 的比较"
+    printed = re.search(r"逐个位置单独算 vs 整段一起算：allclose → (True|False)（最大差 (\S+)）", page.text)
+    assert printed and printed.group(1) == "True", "没有打印出逐个位置单独算与整段一起算的比较"
     diff = float(printed.group(2))
     para = next(p for p in _paragraphs(page) if p.startswith("torch.allclose 的回答是"))
     if diff == 0:
@@ -366,6 +366,8 @@ def test_s6_residual_path_table_and_sentences_agree_with_the_computation(built_b
         assert re.search(rf"^\s*{n} \| {a:.4f}\s+\| 1\.0000$", outputs, re.M), (n, a)
     prose = _prose(section)
     assert f"{post[0]:.4f}" in prose and f"{post[-1]:.4f}" in prose
+    if "中间有起伏" in prose:  # 正文说 Post-LN 一列不是一路单调往下走
+        assert any(b > a for a, b in zip(post, post[1:])), post
     # LLaMA 是 Pre-LN 加 RMSNorm，不是二选一；三种排法/归一化都链接到术语表
     assert "Pre-LN 与 RMSNorm 不是二选一" in prose
     hrefs = [a.get("href", "") for a in section.find_all("a")]

@@ -168,28 +168,28 @@ class NaiveMultiHeadAttention(nn.Module):
 
 # 第 5 节 前馈网络
 class FeedForward(nn.Module):
-    """前馈网络：fc1 从 d_model 升到 d_ff，ReLU，fc2 降回 d_model；
-    位置之间不交换信息。
-    """
+    """前馈网络：每个位置的向量单独进来，升到 d_ff 维、过 ReLU、再降回 d_model 维。"""
 
     def __init__(self, d_model: int, d_ff: int | None = None):
         super().__init__()
-        self.d_model = d_model
-        self.d_ff = d_ff or 4 * d_model  # 不给 d_ff 时取 4·d_model
-        self.fc1 = nn.Linear(self.d_model, self.d_ff)  # W_1、b_1：升维
-        self.fc2 = nn.Linear(self.d_ff, self.d_model)  # W_2、b_2：降维
+        if d_ff is None:
+            d_ff = 4 * d_model  # 惯例：中间层是模型宽度的 4 倍
+        self.d_model, self.d_ff = d_model, d_ff
+        self.up = nn.Linear(d_model, d_ff)    # W_1、b_1
+        self.down = nn.Linear(d_ff, d_model)  # W_2、b_2
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """[..., d_model] → [..., d_model]，每个位置各算各的。"""
-        h = F.relu(self.fc1(x))  # [..., d_ff]：探测器的信号，不是正数的换成 0
-        return self.fc2(h)       # [..., d_model]
+        """[..., d_model] → [..., d_model]，最后一维之外的各个位置互不相干。"""
+        signal = F.relu(self.up(x))  # [..., d_ff]：探测器的信号，不是正数的换成 0
+        return self.down(signal)     # [..., d_model]
 
 
 def feedforward_num_params(d_model: int, d_ff: int | None = None) -> int:
     """FFN 的参数量 = 2·d_model·d_ff + d_ff + d_model（两个权重矩阵加两组偏置）
     （见第 5 节 FFN、作业 3）。
     """
-    d_ff = d_ff or 4 * d_model
+    if d_ff is None:
+        d_ff = 4 * d_model
     return (d_ff * d_model + d_ff) + (d_model * d_ff + d_model)
 
 
