@@ -157,6 +157,11 @@ def test_orders_of_magnitude_named_in_the_prose_hold():
     above = (rnn > attn).nonzero().flatten().tolist()  # RNN 高过注意力的位置：末尾连续的一小段
     assert above and above == list(range(len(rnn) - len(above), len(rnn))) and len(above) < 15, above
     assert torch.all(attn > 0)
+    shown = [attn[p].item() for p in (0, 1, 5, 10, 20, 40, 60)]  # 正文：这些位置的读数有高有低，不随距离单调变化
+    assert shown != sorted(shown) and shown != sorted(shown, reverse=True), shown
+    from minigpt.experiments import rnn_length_sweep
+    ends = [g[-1].item() for g in rnn_length_sweep(lengths=(10, 20, 40, 80)).values()]
+    assert all(1e-2 <= e < 1e-1 for e in ends), ends  # 正文：长度扫描里右端的四个值在同一个量级里
 
 
 def test_length_160_rnn_gradient_is_representable_but_its_squares_underflow_float32():

@@ -114,7 +114,7 @@ def test_homework_page_title_and_three_exercises(homework_html):
     for title, word in zip(titles, ["点积与分数矩阵", "遮住未来", "数出 FFN 的参数"]):
         assert title == f"练习（{word}）", title  # 中文标题用全角括号（book_site 的第 9 项）
     text = soup.get_text()
-    assert "而不是替你写出整段代码" in text, "开头要说明 AI 的使用边界"
+    assert "改代码的还是你自己的手" in text, "开头要说明 AI 的使用边界"
     assert "AI" in soup.select_one("article").get_text()[:400]
     assert "Exception reporting mode" not in text  # 不用 %xmode：检查器的提示本来就只有一行
     for solution in soup.select("div.solution"):
