@@ -219,7 +219,8 @@ def head_weights(weights_per_head: ArrayLike, labels: Sequence[str]) -> Figure:
 
 
 def _box(ax, xy, w, h, text, color, fontsize=10, *, dashed=False, linespacing=1.7):
-    """结构图、数据流图里的一个圆角方框（左下角 xy，宽 w、高 h），text 居中；dashed 画虚线边框。"""
+    """结构图、数据流图里的一个圆角方框：左下角 xy，宽 w、高 h，text 居中；
+    dashed 画虚线边框。"""
     x, y = xy
     ax.add_patch(FancyBboxPatch(
         (x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.12",
@@ -495,10 +496,14 @@ def transformer_block_diagram() -> Figure:
     ))
     ax.text(5.0, 0.55, "输入 x：[batch, seq_len, d_model]",
             ha="center", va="center", fontsize=11)
-    _box(ax, (2.6, 2.4), 4.8, 1.2, "多头注意力\n（带因果遮蔽）", "#fcd9b6", 11, linespacing=1.2)
-    _box(ax, (2.6, 4.5), 4.8, 0.8, "Add & Norm", "#fff3b0", 11, linespacing=1.2)
-    _box(ax, (2.6, 6.3), 4.8, 1.2, "前馈网络（FFN）\n逐位置", "#cde4f7", 11, linespacing=1.2)
-    _box(ax, (2.6, 8.4), 4.8, 0.8, "Add & Norm", "#fff3b0", 11, linespacing=1.2)
+    _box(ax, (2.6, 2.4), 4.8, 1.2, "多头注意力\n（带因果遮蔽）", "#fcd9b6", 11,
+         linespacing=1.2)
+    _box(ax, (2.6, 4.5), 4.8, 0.8, "Add & Norm", "#fff3b0", 11,
+         linespacing=1.2)
+    _box(ax, (2.6, 6.3), 4.8, 1.2, "前馈网络（FFN）\n逐位置", "#cde4f7", 11,
+         linespacing=1.2)
+    _box(ax, (2.6, 8.4), 4.8, 0.8, "Add & Norm", "#fff3b0", 11,
+         linespacing=1.2)
     ax.text(5.0, 11.2, "输出：[batch, seq_len, d_model]",
             ha="center", va="center", fontsize=11)
     _arrow(ax, (5.0, 0.9), (5.0, 2.4))    # x → Attention
@@ -542,7 +547,8 @@ def encoder_decoder_diagram() -> Figure:
     # 编码器：源序列 → 嵌入 + 位置编码 → [自注意力, Add & Norm, FFN, Add & Norm]
     ax.text(enc_c, 0.45, "源序列（例如待翻译的句子）",
             ha="center", va="center", fontsize=10)
-    _box(ax, (enc_x, 1.2), w, 0.9, "嵌入 + 位置编码", "#e0e0e0", 9.5, linespacing=1.2)
+    _box(ax, (enc_x, 1.2), w, 0.9, "嵌入 + 位置编码", "#e0e0e0", 9.5,
+         linespacing=1.2)
     enc = [(3.0, 1.0, "多头自注意力\n（不遮蔽）", attn),
            (4.3, 0.6, "Add & Norm", norm),
            (5.2, 1.0, "前馈网络（FFN）", ffn),
@@ -557,7 +563,8 @@ def encoder_decoder_diagram() -> Figure:
     #         → 线性层 + softmax
     ax.text(dec_c, 0.45, "已生成的目标序列",
             ha="center", va="center", fontsize=10)
-    _box(ax, (dec_x, 1.2), w, 0.9, "嵌入 + 位置编码", "#e0e0e0", 9.5, linespacing=1.2)
+    _box(ax, (dec_x, 1.2), w, 0.9, "嵌入 + 位置编码", "#e0e0e0", 9.5,
+         linespacing=1.2)
     dec = [(3.0, 1.0, "多头自注意力\n（带因果遮蔽）", attn, False),
            (4.3, 0.6, "Add & Norm", norm, False),
            (5.2, 1.0, "交叉注意力\n（读编码器输出）", cross, True),
@@ -565,11 +572,13 @@ def encoder_decoder_diagram() -> Figure:
            (7.4, 1.0, "前馈网络（FFN）", ffn, False),
            (8.7, 0.6, "Add & Norm", norm, False)]
     for y, h, text, color, dashed in dec:
-        _box(ax, (dec_x, y), w, h, text, color, 9.5, dashed=dashed, linespacing=1.2)
+        _box(ax, (dec_x, y), w, h, text, color, 9.5, dashed=dashed,
+             linespacing=1.2)
     for y0, y1 in ((2.1, 3.0), (4.0, 4.3), (4.9, 5.2), (6.2, 6.5),
                    (7.1, 7.4), (8.2, 8.7), (9.3, 10.45)):
         _arrow(ax, (dec_c, y0), (dec_c, y1))
-    _box(ax, (dec_x, 10.45), w, 0.8, "线性层 + softmax", "#e0e0e0", 9.5, linespacing=1.2)
+    _box(ax, (dec_x, 10.45), w, 0.8, "线性层 + softmax", "#e0e0e0", 9.5,
+         linespacing=1.2)
     _arrow(ax, (dec_c, 11.25), (dec_c, 11.9))
     ax.text(dec_c, 12.2, "下一个 token 的概率", ha="center", va="center", fontsize=10)
     ax.text(dec_c, 12.85, "解码器", ha="center", va="center",
