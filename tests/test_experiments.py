@@ -145,6 +145,20 @@ def test_dot_product_variance_grows_like_dk_and_scaling_restores_one():
         assert abs(s.var_scaled - 1) < 0.05
 
 
+def test_at_d_k_64_two_keys_often_score_8_or_more_apart_for_the_same_query():
+    """第 2 节：d_k = 64、分量服从 N(0, 1) 时，同一个 Query 给两个 Key 的分数相差 8 以上“并不稀奇”。
+
+    差 q·k1 − q·k2 的方差是 2·d_k = 128（标准差约 11.3），|差| ≥ 8 的概率约为 0.48。
+    """
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(20000, 64, generator=gen, dtype=torch.float64)
+    k1 = torch.randn(20000, 64, generator=gen, dtype=torch.float64)
+    k2 = torch.randn(20000, 64, generator=gen, dtype=torch.float64)
+    gap = ((q * k1).sum(-1) - (q * k2).sum(-1)).abs()
+    share = (gap >= 8).double().mean().item()
+    assert 0.4 < share < 0.56, share
+
+
 def test_dot_product_stats_leaves_global_rng_alone():
     torch.manual_seed(1)
     expected = torch.rand(1)
