@@ -83,9 +83,11 @@ def grade_seconds(n: int, jobs: int, where: Path) -> float:
     if proc.returncode != 0:
         sys.exit(f"批改失败（退出码 {proc.returncode}）：{proc.stderr[-1000:]}")
     report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-    bad = [s["id"] for s in report["submissions"] if s["passed"] != s["total"]]
+    bad = {s["id"]: s.get("problem") or next((f"{k}: {e['status']} {e.get('message', '')[:200]}"
+                                               for k, e in s["exercises"].items() if e["status"] != "passed"), "")
+           for s in report["submissions"] if s["passed"] != s["total"]}
     if bad:
-        sys.exit(f"正确的提交没有得满分：{bad}")
+        sys.exit(f"正确的提交没有得满分（负载 {_load()}）：{bad}")
     return spent
 
 
