@@ -11,10 +11,20 @@
 - ``results``：结果的数据；``report``：表、JSON、CSV；``cli``：命令行。
 """
 
-from .judge import grade_submission
-from .results import ExerciseResult, Problem, SubmissionResult
-
 __all__ = ["grade_submission", "ExerciseResult", "Problem", "SubmissionResult", "main"]
+
+# 用到时才导入：沙箱里的 runner（python -m minigpt.grading.runner）也先导入本文件，
+# 而 judge 要导入 torch（检查器）——runner 自己用不到 torch，每份提交白白多花一两秒 CPU
+_LAZY = {"grade_submission": "judge", "ExerciseResult": "results", "Problem": "results",
+         "SubmissionResult": "results"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv=None) -> int:

@@ -126,11 +126,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     else:
         print(NO_SANDBOX_WARNING, file=sys.stderr)
-    limits = sandbox.Limits(timeout=args.timeout, notebook_timeout=args.notebook_timeout,
-                            memory=args.memory, processes=args.processes, disk=args.disk)
+    limits, notes = sandbox.within_hard_limits(sandbox.Limits(
+        timeout=args.timeout, notebook_timeout=args.notebook_timeout,
+        memory=args.memory, processes=args.processes, disk=args.disk))
+    for note in notes:
+        print(note, file=sys.stderr)
     options = {"timeout_seconds": args.timeout, "notebook_timeout_seconds": args.notebook_timeout,
-               "memory_bytes": args.memory, "processes": args.processes,
-               "disk_bytes": args.disk, "sandboxed": sandboxed}
+               "memory_bytes": limits.memory, "processes": limits.processes,
+               "disk_bytes": limits.disk, "sandboxed": sandboxed}
     previous = {}
     if args.resume:
         try:

@@ -54,14 +54,22 @@ def which_limit(ename: str, evalue: str) -> str | None:
     return None
 
 
+def _set_limit(which: int, value: int) -> None:
+    """软、硬上限都设成 value；继承来的硬上限更低时用它（普通用户只能调低硬上限，调高会出错）。"""
+    hard = resource.getrlimit(which)[1]
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(which, (value, value))
+
+
 def apply_limits(memory: int, processes: int | None, file_size: int, cpu: int) -> None:
     """资源上限：每个进程的地址空间、CPU 秒数、单个文件大小；进程数按用户号计（沙箱里才设）。"""
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _set_limit(resource.RLIMIT_AS, memory)
+    _set_limit(resource.RLIMIT_FSIZE, file_size)
+    _set_limit(resource.RLIMIT_CPU, cpu)
+    _set_limit(resource.RLIMIT_CORE, 0)
     if processes is not None:
-        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+        _set_limit(resource.RLIMIT_NPROC, processes)
 
 
 def _not_dumpable() -> None:

@@ -6,7 +6,8 @@
 - 网络命名空间只有自己的回环接口（内核和 runner 在里面说话），连不到外面，也连不到宿主的 127.0.0.1；
 - 进程命名空间是自己的：沙箱结束时（runner 退出、超时被结束、批改程序退出），里面的进程全部结束；
 - 环境变量只有下面 ``clean_env`` 列出的几个，教师的环境变量一个也不传进去；
-- 资源上限由 runner 在自己身上设好再启动内核（runner.py 的 apply_limits）。
+- 资源上限由 runner 在自己身上设好再启动内核（runner.py 的 apply_limits）；高过批改程序自己的硬上限
+  （ulimit -H，普通用户调不高）的，按硬上限算（``within_hard_limits``）。
 
 没有 bubblewrap（macOS、Windows、没装 bwrap 或不能建用户命名空间的 Linux）时，``unavailable()`` 说明原因，
 批改程序拒绝运行提交；``--no-sandbox`` 才在沙箱外运行（仍是干净的环境变量和资源上限，进程数不限）。
@@ -22,7 +23,7 @@ import selectors
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 INSTALL_HINT = ("Debian/Ubuntu：sudo apt-get install bubblewrap；Fedora：sudo dnf install bubblewrap；"
@@ -43,6 +44,32 @@ class Limits:
     def wall_clock(self) -> float:
         """整个沙箱最多运行多久（内核启动、换内核、探针都算上），过了就从外面结束它。"""
         return self.notebook_timeout + 4 * (60 + self.timeout) + 180
+
+
+# 上限 → (资源, 命令行参数, 教师查看它的 shell 命令, 显示方式)
+_HARD = {"memory": ("RLIMIT_AS", "--memory", "ulimit -Hv", "GiB"),
+         "processes": ("RLIMIT_NPROC", "--processes", "ulimit -Hu", "个"),
+         "disk": ("RLIMIT_FSIZE", "--disk", "ulimit -Hf", "GiB")}
+
+
+def _shown(value: int, unit: str) -> str:
+    return f"{value / 2**30:g} GiB" if unit == "GiB" else f"{value} 个"
+
+
+def within_hard_limits(limits: Limits) -> tuple[Limits, list[str]]:
+    """沙箱的上限不能高过批改程序自己的硬上限（ulimit -H）：普通用户调不高硬上限，runner 在沙箱里
+    也一样（root 降了权限之后同样）。要的上限高过硬上限时按硬上限算，另返回一句给教师的说明。"""
+    import resource
+
+    fitted, notes = {}, []
+    for field, (name, flag, shell, unit) in _HARD.items():
+        hard = resource.getrlimit(getattr(resource, name))[1]
+        want = getattr(limits, field)
+        if hard != resource.RLIM_INFINITY and hard < want:
+            fitted[field] = hard
+            notes.append(f"提示：{flag} 要的是 {_shown(want, unit)}，但你的硬上限（{shell}）只有 "
+                         f"{_shown(hard, unit)}，普通用户调不高它：沙箱里按 {_shown(hard, unit)} 算。")
+    return replace(limits, **fitted), notes
 
 
 def clean_env(python_bin: Path) -> dict[str, str]:
@@ -98,6 +125,11 @@ def bwrap_command(limits: Limits, as_root: bool) -> list[str]:
             cmd += ["--ro-bind", str(host), f"/{top}"]
     for f in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime"):
         cmd += ["--ro-bind-try", f, f]
+    cmd += ["--proc", "/proc", "--dev", "/dev",
+            "--size", str(limits.disk), "--tmpfs", "/tmp",
+            "--size", str(64 * 2**20), "--tmpfs", "/dev/shm"]
+    # bwrap 按参数的顺序挂载：Python 要在私有的 /tmp 之后挂上，否则放在 /tmp 下的虚拟环境或解释器
+    # 会被那个 tmpfs 盖住（/tmp 的其余部分仍是私有的、空的）
     made: set[Path] = set()
     for p in _python_paths():
         # 中间的目录由 bwrap 新建，要让降了权限的用户也能走进去
@@ -106,9 +138,7 @@ def bwrap_command(limits: Limits, as_root: bool) -> list[str]:
                 made.add(parent)
                 cmd += ["--perms", "0755", "--dir", str(parent)]
         cmd += ["--ro-bind", str(p), str(p)]
-    cmd += ["--proc", "/proc", "--dev", "/dev",
-            "--size", str(limits.disk), "--tmpfs", "/tmp",
-            "--size", str(64 * 2**20), "--tmpfs", "/dev/shm", "--chdir", "/tmp"]
+    cmd += ["--chdir", "/tmp"]
     return cmd
 
 
