@@ -32,9 +32,10 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 def scale_scores(scores: torch.Tensor, d_k: int) -> torch.Tensor:
     """第 2 步：把分数的尺度压回与 d_k 无关，即除以 √d_k。
 
-    q·k 是 d_k 个乘积 q_i k_i 之和。各分量独立、均值为 0 时，它的方差是
-    d_k · Var(q_i) · Var(k_i)，与 d_k 成正比；除以 √d_k 后只剩 Var(q_i) · Var(k_i)，
-    不再随 d_k 变（正文假设分量方差都是 1，这时正好是 1）。
+    q·k 是 d_k 个乘积 q_i k_i 之和。设各分量独立、均值为 0，
+    q 的每个分量方差都是 σ_q²，k 的都是 σ_k²，这个和的方差就是 d_k · σ_q² · σ_k²，
+    与 d_k 成正比；除以 √d_k 后只剩 σ_q² · σ_k²，不再随 d_k 变
+    （正文取 σ_q² = σ_k² = 1，这时正好是 1）。
     """
     return scores / math.sqrt(d_k)
 
