@@ -86,7 +86,7 @@ def rnn_length_sweep(lengths: Sequence[int] = (10, 20, 40, 80), input_dim: int =
 @dataclass(frozen=True, eq=False, kw_only=True)
 class AttentionGradients:
     """一次注意力梯度实验的全部结果
-    （见附录 梯度能否传回远处「换成注意力」）。
+    （见附录 梯度能否传回远处「同一把尺子量注意力」）。
     """
 
     model: nn.MultiheadAttention

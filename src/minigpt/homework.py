@@ -618,7 +618,7 @@ def check_masked_weights(weights, scores, d_k=None) -> str:
          "另外，被遮住的分数要填 -inf 而不是 0，softmax 之后它们才是 0"),
         (torch.softmax(s, dim=-1) * allowed,
          "像是先 softmax、再把未来位置乘 0（或填 0）：未来位置虽然是 0，"
-         "被遮住的那部分权重却丢了，每行加起来不到 1。"
+         "被遮住的那部分权重却丢了，凡是遮住过位置的行，加起来都不到 1。"
          "应当先把未来位置的分数设为 -inf，再做 softmax"),
         (torch.softmax(s, dim=-1),
          "没有遮蔽：未来位置的权重不是 0。"

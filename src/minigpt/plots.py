@@ -383,7 +383,7 @@ def rnn_vs_attention(rnn_grads: ArrayLike, attn_grads: ArrayLike) -> Figure:
 
 def last_token_weights(weights: ArrayLike) -> Figure:
     """最后一个 token 对每个位置的注意力权重
-    （见附录 梯度能否传回远处「位置 79 把权重分给了谁」）。
+    （见附录 梯度能否传回远处「末行的 80 个权重」）。
     """
     w = _np(weights)
     pos = np.arange(len(w))
