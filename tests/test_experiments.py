@@ -77,6 +77,13 @@ def test_first_position_vs_length():
     assert min(r.attention) > 1e-6
 
 
+def test_last_output_norm_shrinks_with_length_with_ups_and_downs():
+    """附录末尾：‖o_T‖ 从长度 10 降到 160，“中途有起伏”——不是一路单调往下走。"""
+    o = first_position_gradient_vs_length().attention_last_output_norm
+    assert o[-1] < o[0]
+    assert any(b > a for a, b in zip(o, o[1:])), o
+
+
 def test_float64_option_keeps_the_same_recipe():
     r32 = rnn_input_gradients(seq_len=20)
     r64 = rnn_input_gradients(seq_len=20, dtype=torch.float64)
