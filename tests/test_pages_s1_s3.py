@@ -455,7 +455,7 @@ def test_s3_leak_text_matches_the_code_9_drawn_8_fed_and_the_last_position_canno
 
 def test_s3_warning_box_states_each_torch_behaviour_and_the_page_shows_it(built_book):
     page = load(built_book, "s3_causal_mask")
-    # 提示框里的每条说法（各条都由 tests/test_torch_mask_conventions.py 对照 torch 检查）
+    # 提示框里的每条说法（各条都由 tests/test_torch_facts_s3_s4.py 对照 torch 检查）
     for claim in ("causal_mask 返回 int64 张量", "原样传入会报错", "AssertionError", "RuntimeError",
                   ".bool() 之后两个接口方向相反", "True 表示不许看", ".float() 之后什么也没遮住",
                   "加到分数上的偏置", "need_weights=True", "输出和权重都是 NaN", "这一行的输出为 0"):
