@@ -31,8 +31,9 @@ from pathlib import Path
 from build_book import toc_pages  # tools/ 在 sys.path 上：与构建脚本读目录的方式相同
 
 REPO = Path(__file__).resolve().parent.parent
+# 构建读到的一切：书、包、构建脚本，以及打包 wheel 时要的 pyproject.toml、LICENSE（作业包与笔记本包里的 wheel）
 COPY = ["book", "src", "tools", "locale", "_config.yml", "_toc.yml", "requirements.txt", "requirements.lock",
-        "pyproject.toml"]
+        "pyproject.toml", "LICENSE", "CITATION.cff", "README.md"]
 
 FLOOR_SCRIPT = r'''
 import os, sys
