@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -18,6 +19,13 @@ from .notebook import code_cells, read_submission
 from .results import CHECKER_ERRORS, ExerciseResult, Problem, SubmissionResult
 
 ANSWER_NAMES = sorted({n for e in EXERCISES for n in e.answers})
+
+# 批改程序用线程同时批改几份提交（--jobs）。判分这一步会动整个进程共用的状态：
+# exercise_inputs() 先 torch.manual_seed(42) 再从全局随机数发生器取数造题目数据，
+# redirect_stdout 换掉的是全进程的 sys.stdout。两个线程同时做，一个线程的取数会插进
+# 另一个线程的种子和取数之间（题目数据变了，对的答案被判错），sys.stdout 也可能再换不回来
+# （批改表就打印不出来）。所以判分一次只让一个线程做；它只要几毫秒，沙箱里的运行照样并行。
+JUDGE_LOCK = threading.Lock()
 
 
 def _anchor(cells: list[dict], exercise) -> int | None:
@@ -167,11 +175,12 @@ def grade_submission(path: Path, limits: sandbox.Limits | None = None, *,
             shutil.rmtree(base, ignore_errors=True)
         if leftover:
             result.notes.append(f"运行结束时笔记本还留着 {leftover} 个进程，已随沙箱全部结束")
-        inputs = exercise_inputs()
+        with JUDGE_LOCK:
+            inputs = exercise_inputs()
+            result.exercises = [_judge(e, answers, inputs, problems, _anchor(cells, e))
+                                for e in EXERCISES]
         result.graded = True
         result.cell_problems = [problems[n] for n in sorted(problems)]
-        result.exercises = [_judge(e, answers, inputs, problems, _anchor(cells, e))
-                            for e in EXERCISES]
         return result
     finally:
         result.finished = time.time()

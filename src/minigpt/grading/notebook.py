@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import warnings
 from pathlib import Path
 
 # 比这还大的文件不像作业笔记本（图片输出一般也就几 MB）
 MAX_NOTEBOOK_BYTES = 64 * 2**20
+
+# warnings.catch_warnings 改的是全进程的警告过滤器，不能两个线程同时用（批改程序用线程并行）
+_WARNINGS_LOCK = threading.Lock()
 
 
 def read_submission(path: Path):
@@ -41,7 +45,7 @@ def read_submission(path: Path):
     except RecursionError:
         return None, digest, ("RecursionError", "JSON 嵌套太深，不像 Jupyter 笔记本")
     try:
-        with warnings.catch_warnings():
+        with _WARNINGS_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             nb = nbformat.reads(text, as_version=4)
             nbformat.validate(nb)
