@@ -2,6 +2,7 @@
 
 import re
 
+import numpy as np
 import pytest
 import torch
 import torch.nn as nn
@@ -184,6 +185,27 @@ def test_heads_must_divide_d_model():
         NaiveMultiHeadAttention(10, 4)
     with pytest.raises(ValueError, match=r"d_model = 8，num_heads = 3"):
         TransformerBlock(8, 3)
+
+
+@pytest.mark.parametrize("make,bad", [
+    (lambda: MultiHeadAttention(8, -1), "num_heads 应是正整数，收到 -1"),
+    (lambda: MultiHeadAttention(8, 0), "num_heads 应是正整数，收到 0"),
+    (lambda: NaiveMultiHeadAttention(4, 2.0), "num_heads 应是正整数，收到 2.0（float）"),
+    (lambda: MultiHeadAttention(0, 1), "d_model 应是正整数，收到 0"),
+    (lambda: FeedForward(4, -1), "d_ff 应是正整数，收到 -1"),
+    (lambda: FeedForward(4, 0), "d_ff 应是正整数，收到 0"),
+    (lambda: FeedForward("4"), "d_model 应是正整数，收到 '4'（str）"),
+    (lambda: TransformerBlock(8, 2, d_ff=True), "d_ff 应是正整数，收到 True（bool）"),
+    (lambda: feedforward_num_params(512, -2048), "d_ff 应是正整数，收到 -2048"),
+])
+def test_sizes_that_are_not_positive_integers_are_refused_in_chinese(make, bad):
+    with pytest.raises(ValueError, match=re.escape(bad)):
+        make()
+
+
+def test_numpy_integer_sizes_are_accepted():
+    assert FeedForward(np.int64(4), np.int64(16)).up.out_features == 16
+    assert feedforward_num_params(np.int64(512), 2048) == feedforward_num_params(512, 2048)
 
 
 def test_input_must_be_3d():

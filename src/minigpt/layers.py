@@ -5,6 +5,8 @@
 注意力的数学只在 `minigpt.attention.scaled_dot_product_attention` 里写一遍。
 """
 
+import numbers
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -12,13 +14,23 @@ import torch.nn.functional as F
 from .attention import scaled_dot_product_attention
 
 
+def _check_sizes(**sizes) -> None:
+    """宽度、头数这类尺寸都得是正整数；否则报 ValueError，
+    说出是哪一个、收到了什么。"""
+    for name, value in sizes.items():
+        integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        if not integer or value < 1:
+            kind = type(value).__name__
+            raise ValueError(f"{name} 应是正整数，收到 {value!r}（{kind}）")
+
+
 def _check_heads(d_model: int, num_heads: int) -> None:
-    if num_heads < 1 or d_model % num_heads != 0:
+    _check_sizes(d_model=d_model, num_heads=num_heads)
+    if d_model % num_heads != 0:
         raise ValueError(
             "d_model 要平均分给 num_heads 个头，应是 num_heads 的整数倍："
             f"d_model = {d_model}，num_heads = {num_heads}"
-            f"（{d_model} % {num_heads} = "
-            f"{d_model % num_heads if num_heads else '无定义'}，期望为 0）"
+            f"（{d_model} % {num_heads} = {d_model % num_heads}，期望为 0）"
         )
 
 
@@ -174,6 +186,7 @@ class FeedForward(nn.Module):
         super().__init__()
         if d_ff is None:
             d_ff = 4 * d_model  # 惯例：中间层是模型宽度的 4 倍
+        _check_sizes(d_model=d_model, d_ff=d_ff)
         self.d_model, self.d_ff = d_model, d_ff
         self.up = nn.Linear(d_model, d_ff)    # W_1、b_1
         self.down = nn.Linear(d_ff, d_model)  # W_2、b_2
@@ -190,6 +203,7 @@ def feedforward_num_params(d_model: int, d_ff: int | None = None) -> int:
     """
     if d_ff is None:
         d_ff = 4 * d_model
+    _check_sizes(d_model=d_model, d_ff=d_ff)
     return (d_ff * d_model + d_ff) + (d_model * d_ff + d_model)
 
 
