@@ -229,8 +229,10 @@ def interface_strings(path: Path) -> list[str]:
 
 def allowed_latin_words(repo: Path, docnames: list[str], title: str) -> set[str]:
     """界面上允许出现的拉丁字母词：书名与作者（title 传二者）、各页标题与小节标题里的词（目录、页首、上一页/下一页会显示它们），
-    以及几个不是英文句子的记号：文件类型（.md、.ipynb）、PDF、快捷键 Ctrl+K、JavaScript（浏览器功能名）。"""
-    words = set(LATIN_WORD.findall(title)) | {"md", "ipynb", "PDF", "Ctrl", "K", "JavaScript"}
+    以及几个不是英文句子的记号：文件类型（.md、.ipynb）、PDF、快捷键 Ctrl+K、JavaScript（浏览器功能名）、
+    页脚里的许可名称 CC BY-SA、MIT。"""
+    words = set(LATIN_WORD.findall(title)) | {"md", "ipynb", "PDF", "Ctrl", "K", "JavaScript",
+                                              "CC", "BY-SA", "MIT"}
     for doc in docnames:
         for line in (repo / f"{doc}.md").read_text(encoding="utf-8").splitlines():
             if re.match(r"#{1,6} ", line):

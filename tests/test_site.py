@@ -115,6 +115,21 @@ def test_interface_has_no_english_words(html, pages):
     assert not found, f"这些页面还有英文界面文字（词: 出处）: {found}"
 
 
+def test_footer_states_the_open_licences_not_all_rights_reserved(html, pages):
+    """主题的 copyright.html 在中文界面里印“© 2026 版权所有。”（像是保留一切权利），和 LICENSE 的开放许可矛盾。
+    每一页的页脚应写明 LICENSE 里的两种许可。"""
+    licence = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert "CC BY-SA 4.0" in licence and "MIT License" in licence
+    themed = [p for p in pages if 'class="bd-footer-content' in p.read_text(encoding="utf-8")]
+    assert len(themed) >= len(toc_docnames())
+    wrong = {}
+    for p in themed:
+        footer = " ".join(interface_strings(p))
+        if "版权所有" in footer or "CC BY-SA 4.0" not in footer or "MIT 许可" not in footer:
+            wrong[str(p.relative_to(html))] = footer[-200:]
+    assert not wrong, f"这些页面的页脚没有写明许可，或写着“版权所有”: {wrong}"
+
+
 def test_english_word_check_catches_the_theme_defaults():
     """上面的检查对主题的英文默认值确实会失败（防止允许的词表把它们放过去）。"""
     allowed = allowed_latin_words(REPO, toc_docnames(), "Attention 机制与 Transformer Block")
