@@ -495,3 +495,30 @@ def test_s3_fully_masked_row_error_is_printed_whole_and_without_layout_code(buil
 def test_s3_figures(built_book):
     page = load(built_book, "s3_causal_mask")
     assert_figures(page, {"fig-s3-mask": "3.1", "fig-s3-before-after": "3.2", "fig-s3-leak": "3.3"})
+
+
+def test_s2_s3_alt_texts_state_what_the_code_computes(built_book):
+    """图 2.2 与图 3.3 的替代文字写着计算的结果（几乎只有一根柱子接近 1；权重从 0.1 多升到接近 1；
+    遮蔽时损失贴着 ln 10、权重一直是 0）：这些说法要对代码算出的数成立。"""
+    from minigpt.experiments import softmax_saturation
+    from minigpt.leak import train_next_token
+
+    def alt(name, fig_id):
+        return soup(load(built_book, name).path).find("figure", id=fig_id).find("img")["alt"]
+
+    # 图 2.2：d_k = 64 那一次“典型”抽样（正文的参数：8 个 Key，种子 0，一千次）
+    text = alt("s2_scaled_dot_product", "fig-s2-saturation")
+    assert "左图（不缩放）几乎只有一根柱子接近 1" in text and "分布在多根柱子上" in text, text
+    r = softmax_saturation(d_k=64, n_keys=8, seed=0, n_trials=1000)
+    assert r.max_weight > 0.9 and sorted(r.weights.tolist())[-2] < 0.1, r.weights
+    assert r.scaled_max_weight < 0.5 and (r.scaled_weights > 0.05).sum() >= 3, r.scaled_weights
+    # 图 3.3：两次训练（正文用的默认参数）
+    text = alt("s3_causal_mask", "fig-s3-leak")
+    assert "不遮蔽的曲线从 0.1 多升到接近 1" in text and "因果遮蔽的曲线一直是 0" in text, text
+    assert "因果遮蔽的曲线一直贴着灰色虚线" in text and "停在蓝色点线" in text, text
+    unmasked, masked = train_next_token(masked=False), train_next_token(masked=True)
+    assert 0.1 <= unmasked.next_weight[0] < 0.2 and unmasked.next_weight[-1] > 0.95, unmasked.next_weight
+    assert max(masked.next_weight) == 0.0
+    assert all(abs(v - masked.chance_loss) < 0.1 for v in masked.losses), (min(masked.losses), max(masked.losses))
+    floor = unmasked.chance_loss / unmasked.seq_len
+    assert floor < unmasked.losses[-1] < floor + 0.15
