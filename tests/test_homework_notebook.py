@@ -219,6 +219,9 @@ def test_teachers_section_lists_every_sandbox_limit_with_its_flag_and_default(ho
         value = defaults[flag] / 2**30 if flag in gib else defaults[flag]
         assert float(shown) == value, (flag, shown, value)
     assert set(rows) == {"--timeout", "--notebook-timeout", "--memory", "--processes", "--disk", "--jobs"}
+    from minigpt.grading.runner import MAX_RESTARTS
+
+    assert f"最多换 {MAX_RESTARTS} 次内核" in table.get_text(" ", strip=True)
 
 
 @pytest.mark.book
