@@ -119,7 +119,9 @@ def test_readme_and_notebook_tell_students_to_pip_install_the_wheel(unpacked):
     assert f"pip install {WHEEL}" in readme and "Jupyter" in readme
     nb = nbformat.read(unpacked / "homework_student.ipynb", as_version=4)
     intro = nb.cells[0].source
-    assert "pip install minigpt_book-*.whl" in intro and "Jupyter" in intro
+    # 写全名：Windows 的 cmd、PowerShell 和 pip 自己都不展开 minigpt_book-*.whl 里的 *
+    assert f"pip install {WHEEL}" in intro and "*" not in intro.split("pip install", 1)[1].split("`")[0]
+    assert "Jupyter" in intro
     text = "\n".join(c.source for c in nb.cells)
     for maintainer_only in ("make html", "请不要手改", "tools/make_student_notebook", "book/homework.md", ".venv"):
         assert maintainer_only not in text, maintainer_only

@@ -41,7 +41,7 @@ HEADER = """\
 
 这是《Attention 机制与 Transformer Block》一书「作业」一节的练习本，题目与书中相同，不含参考答案。
 
-**准备**：在作业包的文件夹里运行 `pip install minigpt_book-*.whl`（最好先建一个虚拟环境），\
+**准备**：在作业包的文件夹里运行 `pip install {wheel}`（最好先建一个虚拟环境），\
 装好本书的 Python 包 `minigpt`，检查器就在里面；然后用 Jupyter 打开这个笔记本。
 
 **怎么做**：从上往下逐个运行。带 `# TODO` 的单元里有 `None` 占位，换成你的代码再运行；\
@@ -122,6 +122,19 @@ def solutions(page: Path = PAGE) -> dict[str, str]:
     return found
 
 
+def wheel_name() -> str:
+    """作业包里 wheel 的全名（发行名取自 pyproject.toml，版本取自 minigpt.__version__）。
+
+    笔记本里写全名而不写 ``minigpt_book-*.whl``：Windows 的 cmd 和 PowerShell 不展开 ``*``，pip 自己也不展开。
+    """
+    import tomllib
+
+    import minigpt
+
+    name = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["name"]
+    return f"{name.replace('-', '_')}-{minigpt.__version__}-py3-none-any.whl"
+
+
 def build_notebook(page: Path = PAGE) -> nbformat.NotebookNode:
     """按页面生成学生版笔记本（只在内存里，不写文件）。"""
     nb = nbformat.v4.new_notebook()
@@ -129,7 +142,7 @@ def build_notebook(page: Path = PAGE) -> nbformat.NotebookNode:
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
     }
-    nb.cells.append(nbformat.v4.new_markdown_cell(HEADER))
+    nb.cells.append(nbformat.v4.new_markdown_cell(HEADER.format(wheel=wheel_name())))
     starters, number = [], 1
     for cell, in_solution in page_cells(page):
         tags = _tags(cell)

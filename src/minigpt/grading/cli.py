@@ -103,7 +103,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 NO_SANDBOX_WARNING = ("警告：--no-sandbox，学生的代码将以你的身份运行，能读写你能读写的文件、"
-                      "连网、留下后台进程；只有环境变量被清空、内存和文件大小受限。")
+                      "连网、留下后台进程；剩下的保护只有清空的环境变量，每个进程的内存、CPU 时间"
+                      "和文件大小上限，以及 --timeout、--notebook-timeout 两个时限。")
 
 
 def main(argv: list[str] | None = None) -> int:
