@@ -102,6 +102,31 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _overwrites_a_submission(args) -> str | None:
+    """--json、--csv 不能写到一份提交上。文件名以 - 开头的提交会被当成选项：学生把笔记本叫做
+    “--csv=同学.ipynb”，在提交的文件夹里运行 ``python -m minigpt.grade *.ipynb`` 时，它就成了
+    --csv 同学.ipynb，成绩表会写到同学的笔记本上。所以以 .ipynb 结尾、或者就是某份提交的报告文件一律拒绝。"""
+    def same(a: Path, b: Path) -> bool:
+        try:
+            return a.exists() and b.exists() and os.path.samefile(a, b)
+        except OSError:
+            return False
+
+    for flag, target in (("--json", args.json), ("--csv", args.csv)):
+        if target is None:
+            continue
+        if target.name.lower().endswith(".ipynb") or any(same(target, s) for s in args.submissions):
+            return (f"批改程序拒绝运行：{flag} 的文件 {report.visible(str(target))} 是一份笔记本"
+                    "（以 .ipynb 结尾，或者就是要批改的提交），写报告会覆盖学生交的文件。"
+                    "如果你没有写这个选项，那是某份提交的文件名以 - 开头、被当成了选项："
+                    "请在提交前面加 --（python -m minigpt.grade --json 报告.json -- *.ipynb），"
+                    "或者写成 ./*.ipynb")
+    if args.json is not None and args.csv is not None and (
+            args.json.resolve() == args.csv.resolve() or same(args.json, args.csv)):
+        return "批改程序拒绝运行：--json 和 --csv 是同一个文件，一个会覆盖另一个"
+    return None
+
+
 NO_SANDBOX_WARNING = ("警告：--no-sandbox，学生的代码将以你的身份运行，能读写你能读写的文件、"
                       "连网、留下后台进程；只有环境变量被清空、内存和文件大小受限。")
 
@@ -110,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.resume and not args.json:
         parser().error("--resume 要和 --json 报告.json 一起用：报告里记着哪些提交已经批改过")
+    refused = _overwrites_a_submission(args)
+    if refused:
+        print(refused, file=sys.stderr)
+        return 2
     try:
         import ipykernel  # noqa: F401
         import nbclient  # noqa: F401
