@@ -313,3 +313,50 @@ def test_limits_above_a_hard_limit_that_cannot_be_raised_are_lowered_to_it_and_s
     assert seen["file_size"] == [2**29, 2**29]
     assert len(seen["notes"]) == 1 and "--disk 要的是 1 GiB" in seen["notes"][0]
     assert "ulimit -Hf" in seen["notes"][0] and "0.5 GiB" in seen["notes"][0]
+
+
+# ---------------------------------------------------------------- 用户号不与别的批改共用
+
+HELD_UID = 61234   # 测试自己占用的用户号（不是任何批改会用的）
+GRADE_WITH_OLD_UID = """
+import sys
+from minigpt.grading import sandbox, cli
+sandbox.BASE_UID = %d   # 以前的批改程序给第一个并行的沙箱用 BASE_UID（62000）；这里换成测试占用的号，不碰别人的
+sys.exit(cli.main(sys.argv[1:]))
+""" % HELD_UID
+
+
+@pytest.mark.kernel
+def test_processes_of_another_run_under_a_sandbox_uid_do_not_stop_a_correct_submission(tmp_path):
+    """以 root 批改时，进程数上限（256）按用户号计、且是全机的。以前每次批改的第一个沙箱都用同一个用户号，
+    另一次批改里开满进程的提交（这里：测试以那个用户号开 256 个 sleep）让这份正确的提交连内核都起不来（“出错”，
+    退出码 2）。现在每个沙箱用一个随机的、没有进程在用的用户号：满分。"""
+    bwrap = _bwrap_or_skip()
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("要以 root 运行（沙箱换用户号只在以 root 批改时发生）并有 setpriv")
+    del bwrap
+    held = [subprocess.Popen(["setpriv", f"--reuid={HELD_UID}", f"--regid={HELD_UID}", "--clear-groups",
+                              "sleep", "600"]) for _ in range(256)]
+    try:
+        proc = subprocess.run([sys.executable, "-c", GRADE_WITH_OLD_UID, str(SUBMISSIONS / "correct.ipynb"),
+                               "--json", str(tmp_path / "r.json"), "--jobs", "1"],
+                              capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                              env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    finally:
+        for p in held:
+            p.kill()
+        for p in held:
+            p.wait()
+    assert proc.returncode == 0, proc.stdout[-1500:] + proc.stderr[-1500:]
+    sub = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["submissions"][0]
+    assert _full_marks(sub), sub
+
+
+def test_each_sandbox_gets_a_uid_no_process_holds():
+    from minigpt.grading import sandbox
+
+    used = sandbox._uids_in_use()
+    assert 0 in used and os.getuid() in used
+    uids = {sandbox.fresh_uid() for _ in range(50)}
+    assert len(uids) == 50 and not uids & used
+    assert all(sandbox.UID_RANGE[0] <= u < sandbox.UID_RANGE[1] for u in uids)

@@ -388,6 +388,7 @@ ATTACKS = {
     "hostile_memory_3gib": ("limit", "MemoryError", "超出内存上限（2 GiB）"),
     "hostile_processes_300": ("limit", "BlockingIOError", "超出进程数上限（256 个）"),
     "hostile_disk_2gib": ("limit", "OSError", "超出文件大小或磁盘上限（0.25 GiB）"),
+    "hostile_many_files": ("limit", "TooManyFiles", "超出文件数上限（20000 个）"),
 }
 
 

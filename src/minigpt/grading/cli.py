@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import queue
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -197,16 +196,8 @@ def main(argv: list[str] | None = None) -> int:
             return False
         return True
 
-    slots: queue.Queue = queue.Queue()
-    for k in range(args.jobs):
-        slots.put(k)
-
     def one(i: int):
-        slot = slots.get()
-        try:
-            return grade_submission(args.submissions[i], limits, sandboxed=sandboxed, slot=slot)
-        finally:
-            slots.put(slot)
+        return grade_submission(args.submissions[i], limits, sandboxed=sandboxed)
 
     progress = Progress(len(todo))
     if skipped and not save():

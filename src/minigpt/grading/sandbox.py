@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -28,7 +29,10 @@ from pathlib import Path
 
 INSTALL_HINT = ("Debian/Ubuntu：sudo apt-get install bubblewrap；Fedora：sudo dnf install bubblewrap；"
                 "Arch：sudo pacman -S bubblewrap")
-BASE_UID = 62000          # 以 root 批改时，第 k 个并行的沙箱用用户号 BASE_UID + k（进程数上限按用户号计）
+# 以 root 批改时，每个沙箱换成这个范围里随机取的、此刻没有进程在用的用户号（fresh_uid）。进程数上限按用户号
+# 计、而且是全机的：以前第 k 个并行的沙箱固定用 62000 + k，同时运行的两次批改（两个终端、CI 和开发者）就共用
+# 它，一份提交开满进程，另一次批改里同一个用户号的正确提交连内核都启动不了
+UID_RANGE = (2**20, 2**31 - 2**16)
 MAX_RESULT_BYTES = 2 * 2**20   # runner 从标准输出交回的结果最多这么大（答案本身最多 1 MB）
 WORKDIR = "/tmp/work"     # 沙箱里笔记本的工作目录
 
@@ -164,6 +168,26 @@ def unavailable() -> str | None:
     return None
 
 
+def _uids_in_use() -> set[int]:
+    uids = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                uids.add(os.stat(f"/proc/{entry}").st_uid)
+            except OSError:
+                pass
+    return uids
+
+
+def fresh_uid() -> int:
+    """沙箱用的用户号：在 UID_RANGE 里随机取，避开此刻有进程在用的（见 UID_RANGE 的说明）。"""
+    rng, used = random.SystemRandom(), _uids_in_use()
+    while True:
+        uid = rng.randrange(*UID_RANGE)
+        if uid not in used:
+            return uid
+
+
 def host_pidns() -> str:
     return os.readlink("/proc/self/ns/pid")
 
@@ -235,7 +259,7 @@ def _pump(proc, deadline: float) -> tuple[bytes, bytes, bool, bool]:
     return bytes(out), bytes(err[-2000:]), too_big, timed_out
 
 
-def run(request: bytes, limits: Limits, slot: int, sandboxed: bool, base: Path) -> RunOutcome:
+def run(request: bytes, limits: Limits, sandboxed: bool, base: Path) -> RunOutcome:
     """在沙箱（sandboxed=False 时是一个干净环境里的子进程）里跑 runner，等它结束。
 
     沙箱外没有一处是沙箱里能写的：请求从标准输入送进去，结果从标准输出读回（有上限），
@@ -243,7 +267,7 @@ def run(request: bytes, limits: Limits, slot: int, sandboxed: bool, base: Path) 
     """
     as_root = os.getuid() == 0
     if sandboxed:
-        uid = BASE_UID + slot if as_root else None
+        uid = fresh_uid() if as_root else None
         cmd = bwrap_command(limits, as_root) + runner_command(WORKDIR, limits, uid, True)
         env = None
     else:
