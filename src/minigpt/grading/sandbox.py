@@ -1,8 +1,8 @@
 """把 runner 关进 bubblewrap 沙箱里运行（见「给教师」里“沙箱挡住了什么”）。
 
 沙箱里：
-- 文件系统只读，只看得到 /usr、Python 解释器、虚拟环境和 minigpt 包；私有的 /tmp（tmpfs，大小即磁盘上限）
-  是唯一能写的地方，外加一个只给 runner 写结果的文件夹；看不到别的提交、教师的家目录和批改报告；
+- 文件系统只读（沙箱的根和 /dev 也改成只读），只看得到 /usr、Python 解释器、虚拟环境和 minigpt 包；
+  私有的 /tmp（tmpfs，大小即磁盘上限，文件数由 runner 限制）是唯一能写的地方；看不到别的提交、教师的家目录和批改报告；
 - 网络命名空间只有自己的回环接口（内核和 runner 在里面说话），连不到外面，也连不到宿主的 127.0.0.1；
 - 进程命名空间是自己的：沙箱结束时（runner 退出、超时被结束、批改程序退出），里面的进程全部结束；
 - 环境变量只有下面 ``clean_env`` 列出的几个，教师的环境变量一个也不传进去；
@@ -130,8 +130,7 @@ def bwrap_command(limits: Limits, as_root: bool) -> list[str]:
     for f in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime"):
         cmd += ["--ro-bind-try", f, f]
     cmd += ["--proc", "/proc", "--dev", "/dev",
-            "--size", str(limits.disk), "--tmpfs", "/tmp",
-            "--size", str(64 * 2**20), "--tmpfs", "/dev/shm"]
+            "--size", str(limits.disk), "--tmpfs", "/tmp"]
     # bwrap 按参数的顺序挂载：Python 要在私有的 /tmp 之后挂上，否则放在 /tmp 下的虚拟环境或解释器
     # 会被那个 tmpfs 盖住（/tmp 的其余部分仍是私有的、空的）
     made: set[Path] = set()
@@ -142,7 +141,10 @@ def bwrap_command(limits: Limits, as_root: bool) -> list[str]:
                 made.add(parent)
                 cmd += ["--perms", "0755", "--dir", str(parent)]
         cmd += ["--ro-bind", str(p), str(p)]
-    cmd += ["--chdir", "/tmp"]
+    # 沙箱的根（/，还有上面 --dir 建的文件夹）和 /dev 都是 bwrap 建的 tmpfs，没有大小上限（默认是内存的一半）。
+    # 以普通用户批改时它们属于沙箱里的用户、可写：一份提交能往里写满宿主一半的内存。挂载完都改成只读
+    # （不递归：/tmp、/proc 和只读挂上的 Python 不受影响；/dev/null 这样的设备照样能写）
+    cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp"]
     return cmd
 
 
