@@ -349,6 +349,21 @@ def test_a_submission_named_like_an_option_cannot_overwrite_a_classmates_noteboo
     assert (tmp_path / "2024002.ipynb").read_bytes() == before
 
 
+def test_two_submissions_with_the_same_student_id_are_pointed_out(tmp_path):
+    """每个学生一个文件夹、笔记本都叫 homework_student.ipynb：学号（CSV 的第一列）全都一样，成绩册只会留下一行。
+    批改照常进行，开头提示哪些提交同名、该怎么办。"""
+    for folder in ("2024001", "2024002"):
+        (tmp_path / folder).mkdir()
+        shutil.copy(SUBMISSIONS / "invalid_json.ipynb", tmp_path / folder / "homework_student.ipynb")
+    proc = subprocess.run([sys.executable, "-m", "minigpt.grade", "--no-sandbox", "2024001/homework_student.ipynb",
+                           "2024002/homework_student.ipynb"], capture_output=True, text=True, env=_grader_env(),
+                          cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "2 份提交的学号（文件名去掉 .ipynb）都是 homework_student" in proc.stderr
+    assert "2024001/homework_student.ipynb、2024002/homework_student.ipynb" in proc.stderr
+    assert "改名为各自的学号" in proc.stderr
+
+
 # ---------------------------------------------------------------- 各种保存方式
 
 SHAPES = ["shape_code_cell_first", "shape_nbformat44_no_ids", "shape_colab", "shape_jupyterlab_outputs",

@@ -12,6 +12,7 @@ from pathlib import Path
 from . import report, sandbox
 from .judge import grade_submission
 from .notebook import read_submission
+from .results import student_id
 
 
 def _cpus() -> int:
@@ -138,6 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     if refused:
         print(refused, file=sys.stderr)
         return 2
+    same = {}
+    for path in args.submissions:
+        same.setdefault(student_id(str(path)), []).append(str(path))
+    for sid, paths in same.items():
+        if len(paths) > 1:   # 比如每个学生一个文件夹、笔记本都还叫 homework_student.ipynb
+            print(f"提示：{len(paths)} 份提交的学号（文件名去掉 .ipynb）都是 {report.visible(sid)}："
+                  f"{'、'.join(report.visible(p) for p in paths[:5])}{' …' if len(paths) > 5 else ''}。"
+                  "表和 CSV 里分不清它们，成绩册按学号导入时只会留下一行：请把文件改名为各自的学号再批改",
+                  file=sys.stderr)
     try:
         import ipykernel  # noqa: F401
         import nbclient  # noqa: F401
