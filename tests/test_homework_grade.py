@@ -349,6 +349,17 @@ def test_a_submission_named_like_an_option_cannot_overwrite_a_classmates_noteboo
     assert (tmp_path / "2024002.ipynb").read_bytes() == before
 
 
+@pytest.mark.parametrize("flag,target,phrase", [("--json", "no_such_folder/r.json", "不存在"),
+                                                 ("--csv", ".", "是一个文件夹")])
+def test_a_report_that_cannot_be_written_is_refused_before_grading(tmp_path, flag, target, phrase):
+    """以前要等正在批改的提交跑完（每份可能好几分钟）才说“无法写入”，而且一份也没有记下。"""
+    shutil.copy(SUBMISSIONS / "invalid_json.ipynb", tmp_path / "a.ipynb")
+    proc = subprocess.run([sys.executable, "-m", "minigpt.grade", "--no-sandbox", "a.ipynb", flag, target],
+                          capture_output=True, text=True, env=_grader_env(), cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{flag} 的文件" in proc.stderr and phrase in proc.stderr and "作业批改" not in proc.stdout
+
+
 def test_two_submissions_with_the_same_student_id_are_pointed_out(tmp_path):
     """每个学生一个文件夹、笔记本都叫 homework_student.ipynb：学号（CSV 的第一列）全都一样，成绩册只会留下一行。
     批改照常进行，开头提示哪些提交同名、该怎么办。"""

@@ -121,6 +121,11 @@ def _overwrites_a_submission(args) -> str | None:
                     "如果你没有写这个选项，那是某份提交的文件名以 - 开头、被当成了选项："
                     "请在提交前面加 --（python -m minigpt.grade --json 报告.json -- *.ipynb），"
                     "或者写成 ./*.ipynb")
+    for flag, target in (("--json", args.json), ("--csv", args.csv)):
+        # 先看报告写得进去：不然要等正在批改的几份（每份可能好几分钟）跑完才发现
+        if target is not None and (target.is_dir() or not target.parent.is_dir()):
+            where = "是一个文件夹" if target.is_dir() else f"所在的文件夹 {report.visible(str(target.parent))} 不存在"
+            return f"批改程序拒绝运行：{flag} 的文件 {report.visible(str(target))} {where}，报告写不进去"
     if args.json is not None and args.csv is not None and (
             args.json.resolve() == args.csv.resolve() or same(args.json, args.csv)):
         return "批改程序拒绝运行：--json 和 --csv 是同一个文件，一个会覆盖另一个"
