@@ -102,14 +102,20 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _overwrites_a_submission(args) -> str | None:
-    """--json、--csv 不能写到一份提交上。文件名以 - 开头的提交会被当成选项：学生把笔记本叫做
+def _report_paths_problem(args) -> str | None:
+    """--json、--csv 要写得进去（事先查看），而且不能写到一份提交上。文件名以 - 开头的提交会被当成选项：学生把笔记本叫做
     “--csv=同学.ipynb”，在提交的文件夹里运行 ``python -m minigpt.grade *.ipynb`` 时，它就成了
     --csv 同学.ipynb，成绩表会写到同学的笔记本上。所以以 .ipynb 结尾、或者就是某份提交的报告文件一律拒绝。"""
     def same(a: Path, b: Path) -> bool:
         try:
             return a.exists() and b.exists() and os.path.samefile(a, b)
         except OSError:
+            return False
+
+    def is_dir(p: Path) -> bool:
+        try:
+            return p.is_dir()
+        except OSError:   # 名字太长之类
             return False
 
     for flag, target in (("--json", args.json), ("--csv", args.csv)):
@@ -123,8 +129,8 @@ def _overwrites_a_submission(args) -> str | None:
                     "或者写成 ./*.ipynb")
     for flag, target in (("--json", args.json), ("--csv", args.csv)):
         # 先看报告写得进去：不然要等正在批改的几份（每份可能好几分钟）跑完才发现
-        if target is not None and (target.is_dir() or not target.parent.is_dir()):
-            where = "是一个文件夹" if target.is_dir() else f"所在的文件夹 {report.visible(str(target.parent))} 不存在"
+        if target is not None and (is_dir(target) or not is_dir(target.parent)):
+            where = "是一个文件夹" if is_dir(target) else f"所在的文件夹 {report.visible(str(target.parent))} 不存在"
             return f"批改程序拒绝运行：{flag} 的文件 {report.visible(str(target))} {where}，报告写不进去"
     if args.json is not None and args.csv is not None and (
             args.json.resolve() == args.csv.resolve() or same(args.json, args.csv)):
@@ -140,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.resume and not args.json:
         parser().error("--resume 要和 --json 报告.json 一起用：报告里记着哪些提交已经批改过")
-    refused = _overwrites_a_submission(args)
+    refused = _report_paths_problem(args)
     if refused:
         print(refused, file=sys.stderr)
         return 2
