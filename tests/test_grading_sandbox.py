@@ -313,3 +313,107 @@ def test_limits_above_a_hard_limit_that_cannot_be_raised_are_lowered_to_it_and_s
     assert seen["file_size"] == [2**29, 2**29]
     assert len(seen["notes"]) == 1 and "--disk 要的是 1 GiB" in seen["notes"][0]
     assert "ulimit -Hf" in seen["notes"][0] and "0.5 GiB" in seen["notes"][0]
+
+
+# ---------------------------------------------------------------- 用户号不与别的批改共用
+
+HELD_UID = 61234   # 测试自己占用的用户号（不是任何批改会用的）
+GRADE_WITH_OLD_UID = """
+import sys
+from minigpt.grading import sandbox, cli
+sandbox.BASE_UID = %d   # 以前的批改程序给第一个并行的沙箱用 BASE_UID（62000）；这里换成测试占用的号，不碰别人的
+sys.exit(cli.main(sys.argv[1:]))
+""" % HELD_UID
+
+
+@pytest.mark.kernel
+def test_processes_of_another_run_under_a_sandbox_uid_do_not_stop_a_correct_submission(tmp_path):
+    """以 root 批改时，进程数上限（256）按用户号计、且是全机的。以前每次批改的第一个沙箱都用同一个用户号，
+    另一次批改里开满进程的提交（这里：测试以那个用户号开 256 个 sleep）让这份正确的提交连内核都起不来（“出错”，
+    退出码 2）。现在每个沙箱用一个随机的、没有进程在用的用户号：满分。"""
+    bwrap = _bwrap_or_skip()
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("要以 root 运行（沙箱换用户号只在以 root 批改时发生）并有 setpriv")
+    del bwrap
+    held = [subprocess.Popen(["setpriv", f"--reuid={HELD_UID}", f"--regid={HELD_UID}", "--clear-groups",
+                              "sleep", "600"]) for _ in range(256)]
+    try:
+        proc = subprocess.run([sys.executable, "-c", GRADE_WITH_OLD_UID, str(SUBMISSIONS / "correct.ipynb"),
+                               "--json", str(tmp_path / "r.json"), "--jobs", "1"],
+                              capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                              env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    finally:
+        for p in held:
+            p.kill()
+        for p in held:
+            p.wait()
+    assert proc.returncode == 0, proc.stdout[-1500:] + proc.stderr[-1500:]
+    sub = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["submissions"][0]
+    assert _full_marks(sub), sub
+
+
+def test_each_sandbox_gets_a_uid_no_process_holds():
+    from minigpt.grading import sandbox
+
+    used = sandbox._uids_in_use()
+    assert 0 in used and os.getuid() in used
+    uids = {sandbox.fresh_uid() for _ in range(50)}
+    assert len(uids) == 50 and not uids & used
+    assert all(sandbox.UID_RANGE[0] <= u < sandbox.UID_RANGE[1] for u in uids)
+
+
+# ---------------------------------------------------------------- 能写的只有 /tmp（不启动内核）
+
+WRITABLE = r"""
+import json, os, sys
+if len(sys.argv) > 1:   # 以 root 批改时 runner 做的事：把 /tmp 交给一个普通用户号，再换成它
+    uid = int(sys.argv[1])
+    os.chown("/tmp", uid, uid)
+    os.setgroups([]); os.setgid(uid); os.setuid(uid)
+seen = {}
+for d in ["/", "/dev", "/dev/shm", "/tmp"] + sorted({os.path.dirname(p) for p in sys.path if p.startswith("/")}):
+    try:
+        with open(os.path.join(d, "student_was_here"), "w") as f:
+            f.write("x")
+        seen[d] = "written"
+    except OSError as err:
+        seen[d] = err.strerror
+with open("/dev/null", "w") as f:
+    f.write("x")
+print(json.dumps(seen))
+"""
+
+
+def _writable_places(cmd: list[str], prefix: list[str], python: str, *args: str) -> dict:
+    proc = subprocess.run(prefix + cmd + [python, "-c", WRITABLE, *args], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    return json.loads(proc.stdout)
+
+
+def test_as_an_ordinary_user_only_tmp_is_writable_in_the_sandbox(ordinary_user):
+    """以普通用户批改时，bwrap 建的 tmpfs（沙箱的根 /、--dir 建的文件夹、/dev、/dev/shm）都属于沙箱里的用户。
+    以前它们可写，而且除了 /dev/shm 都没有大小上限（默认是内存的一半）：一份提交能绕过 --disk 写满宿主一半的内存。"""
+    prefix, _, root, python = ordinary_user
+    made = subprocess.run(prefix + [str(python), "-c", "import json; from minigpt.grading import sandbox; "
+                                    "print(json.dumps(sandbox.bwrap_command(sandbox.Limits(), False)))"],
+                          capture_output=True, text=True, timeout=120, cwd=root)
+    assert made.returncode == 0, made.stderr[-1500:]
+    seen = _writable_places(json.loads(made.stdout), prefix, str(python))
+    assert seen.pop("/tmp") == "written"
+    # 虚拟环境在 /tmp 下面：通往它的文件夹在私有的 /tmp 里（算进 --disk 和文件数），可写无妨
+    assert {d: why for d, why in seen.items()
+            if why != "Read-only file system" and not d.startswith("/tmp/")} == {}
+    assert "/" in seen and "/dev/shm" in seen and any(d.startswith(str(REPO)) for d in seen)
+
+
+def test_as_root_only_tmp_is_writable_in_the_sandbox():
+    _bwrap_or_skip()
+    if os.geteuid() != 0:
+        pytest.skip("以 root 批改的情形要以 root 运行")
+    from minigpt.grading import sandbox
+
+    seen = _writable_places(sandbox.bwrap_command(sandbox.Limits(), True), [], sys.executable,
+                            str(sandbox.fresh_uid()))
+    assert seen.pop("/tmp") == "written"
+    assert {d: why for d, why in seen.items() if why not in ("Read-only file system", "Permission denied")} == {}

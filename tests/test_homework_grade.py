@@ -16,6 +16,7 @@ import io
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -272,6 +273,108 @@ def test_no_sandbox_runs_anyway_with_one_warning(tmp_path):
     assert "invalid_json.ipynb" in proc.stdout and "没有在沙箱里运行" in proc.stdout
 
 
+# ---------------------------------------------------------------- 文件名（不启动内核：内容都是截断的 JSON）
+
+WEIRD_NAMES = {
+    "not_utf8": os.fsdecode(b"\xd5\xc5\xc8\xfd.ipynb"),   # GBK 的“张三”：Windows 上打的 zip 用 unzip 解开就是这样
+    "newline": "2024001\n2024002.ipynb",
+    "formula": '=HYPERLINK("https:evil.example","满分").ipynb',
+    "dash": "-1+1.ipynb",
+    "long": "x" * 249 + ".ipynb",                           # 255 字节，文件名能有的最长
+}
+
+
+def _grader_env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(extra)
+    return env
+
+
+def test_weird_file_names_get_one_visible_row_each_and_a_csv_without_formulas(tmp_path):
+    """不是 UTF-8 的名字、带换行的、像公式的、以 - 开头的、255 字节长的名字，外加一个 300 字节、打不开的路径，
+    stdout 严格按 UTF-8 编码（PYTHONIOENCODING=utf-8）：没有 traceback；表里每份一行（换行写成 \\n）；
+    CSV 每份一行，学号没有一格以 = 或 - 开头；JSON 里是原来的文件名，--resume 认得出它们。"""
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    files = [folder / n for n in WEIRD_NAMES.values()]
+    for f in files:
+        shutil.copy(SUBMISSIONS / "invalid_json.ipynb", f)
+    too_long = folder / ("y" * 300 + ".ipynb")
+    report, gradebook = tmp_path / "r.json", tmp_path / "g.csv"
+    args = [sys.executable, "-m", "minigpt.grade", *map(str, files), str(too_long), "--json", str(report),
+            "--csv", str(gradebook), "--no-sandbox"]
+    env = _grader_env(PYTHONIOENCODING="utf-8")
+    proc = subprocess.run(args, capture_output=True, text=True, errors="surrogateescape", env=env,
+                          cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if "0/5" in line]
+    assert len(rows) == len(files) + 1, rows
+    assert not any(line.startswith("2024002.ipynb") for line in proc.stdout.splitlines())
+    assert any(r.startswith("2024001\\n2024002.ipynb ") for r in rows)
+    assert any(r.startswith("\\xd5\\xc5\\xc8\\xfd.ipynb ") for r in rows)
+    assert max(len(r.split("  ")[0]) for r in rows) <= 60, "太长的文件名该在表里缩短"
+    raw = gradebook.read_bytes().decode("utf-8-sig")
+    assert len(raw.splitlines()) == 1 + len(files) + 1
+    ids = [r[0] for r in csv.reader(io.StringIO(raw))][1:]
+    assert not [i for i in ids if i[:1] in "=-+@"], ids
+    assert "'=HYPERLINK(\"https:evil.example\",\"满分\")" in ids and "'-1+1" in ids
+    assert "\\xd5\\xc5\\xc8\\xfd" in ids and "2024001\\n2024002" in ids
+    subs = json.loads(report.read_text(encoding="utf-8"))["submissions"]
+    assert [Path(s["path"]).name for s in subs] == [f.name for f in files] + [too_long.name]
+    assert "File name too long" in subs[-1]["problem"]
+    again = subprocess.run(args + ["--resume"], capture_output=True, text=True, errors="surrogateescape",
+                           env=env, cwd=tmp_path, timeout=300)
+    assert again.returncode == 0 and f"{len(files)} 份沿用" in again.stderr, again.stderr[-2000:]
+
+
+@pytest.mark.parametrize("flag", ["--csv", "--json"])
+def test_a_submission_named_like_an_option_cannot_overwrite_a_classmates_notebook(tmp_path, flag):
+    """学生把笔记本叫做 --csv=2024002.ipynb：在提交的文件夹里运行 python -m minigpt.grade *.ipynb，shell 展开成
+    --csv=2024002.ipynb 2024001.ipynb 2024002.ipynb，argparse 当它是 --csv 2024002.ipynb，成绩会写到同学的笔记本上。
+    批改程序拒绝运行并说明怎么办；同学的笔记本一个字节也不变。加 -- 之后三份都批改。"""
+    names = [f"{flag}=2024002.ipynb", "2024001.ipynb", "2024002.ipynb"]
+    for n in names:
+        shutil.copy(SUBMISSIONS / "invalid_json.ipynb", tmp_path / n)
+    before = (tmp_path / "2024002.ipynb").read_bytes()
+    proc = subprocess.run([sys.executable, "-m", "minigpt.grade", "--no-sandbox", *names], capture_output=True,
+                          text=True, env=_grader_env(), cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{flag} 的文件 2024002.ipynb" in proc.stderr and "-- *.ipynb" in proc.stderr
+    assert (tmp_path / "2024002.ipynb").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
+    proc = subprocess.run([sys.executable, "-m", "minigpt.grade", "--no-sandbox", "--", *names],
+                          capture_output=True, text=True, env=_grader_env(), cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0 and all(n in proc.stdout for n in names), proc.stderr[-2000:]
+    assert (tmp_path / "2024002.ipynb").read_bytes() == before
+
+
+@pytest.mark.parametrize("flag,target,phrase", [("--json", "no_such_folder/r.json", "不存在"),
+                                                 ("--csv", ".", "是一个文件夹")])
+def test_a_report_that_cannot_be_written_is_refused_before_grading(tmp_path, flag, target, phrase):
+    """以前要等正在批改的提交跑完（每份可能好几分钟）才说“无法写入”，而且一份也没有记下。"""
+    shutil.copy(SUBMISSIONS / "invalid_json.ipynb", tmp_path / "a.ipynb")
+    proc = subprocess.run([sys.executable, "-m", "minigpt.grade", "--no-sandbox", "a.ipynb", flag, target],
+                          capture_output=True, text=True, env=_grader_env(), cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{flag} 的文件" in proc.stderr and phrase in proc.stderr and "作业批改" not in proc.stdout
+
+
+def test_two_submissions_with_the_same_student_id_are_pointed_out(tmp_path):
+    """每个学生一个文件夹、笔记本都叫 homework_student.ipynb：学号（CSV 的第一列）全都一样，成绩册只会留下一行。
+    批改照常进行，开头提示哪些提交同名、该怎么办。"""
+    for folder in ("2024001", "2024002"):
+        (tmp_path / folder).mkdir()
+        shutil.copy(SUBMISSIONS / "invalid_json.ipynb", tmp_path / folder / "homework_student.ipynb")
+    proc = subprocess.run([sys.executable, "-m", "minigpt.grade", "--no-sandbox", "2024001/homework_student.ipynb",
+                           "2024002/homework_student.ipynb"], capture_output=True, text=True, env=_grader_env(),
+                          cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "2 份提交的学号（文件名去掉 .ipynb）都是 homework_student" in proc.stderr
+    assert "2024001/homework_student.ipynb、2024002/homework_student.ipynb" in proc.stderr
+    assert "改名为各自的学号" in proc.stderr
+
+
 # ---------------------------------------------------------------- 各种保存方式
 
 SHAPES = ["shape_code_cell_first", "shape_nbformat44_no_ids", "shape_colab", "shape_jupyterlab_outputs",
@@ -311,6 +414,7 @@ ATTACKS = {
     "hostile_memory_3gib": ("limit", "MemoryError", "超出内存上限（2 GiB）"),
     "hostile_processes_300": ("limit", "BlockingIOError", "超出进程数上限（256 个）"),
     "hostile_disk_2gib": ("limit", "OSError", "超出文件大小或磁盘上限（0.25 GiB）"),
+    "hostile_many_files": ("limit", "TooManyFiles", "超出文件数上限（20000 个）"),
 }
 
 
@@ -336,6 +440,19 @@ def test_no_attack_has_any_effect_outside_the_sandbox(graded):
     assert effects["escaped"] == [], effects["escaped"]
     assert effects["package_changed"] is False, "minigpt 包里的文件变了"
     assert effects["leftover"] == [], effects["leftover"]
+
+
+def test_text_from_student_code_cannot_add_lines_or_terminal_controls_to_the_table(graded):
+    """hostile_table_escapes 的异常：类名里有换行和一行假的成绩（correct.ipynb 0 分），说明里有 ESC 控制序列（光标上移、
+    清行）和 U+202E。表里这些都写成看得见的转义：输出里没有 ESC，以 correct.ipynb 开头的只有它自己那一行。"""
+    proc, _, by_name, *_ = graded
+    assert "\x1b" not in proc.stdout and "\u202e" not in proc.stdout
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("correct.ipynb")]
+    assert len(rows) == 1 and rows[0].split()[-1] == "10/10", rows
+    sub = by_name["hostile_table_escapes.ipynb"]
+    assert sub["graded"] and _statuses(sub) == dict.fromkeys(KEYS, "passed")
+    block = proc.stdout.split("\nhostile_table_escapes.ipynb\n", 1)[1].split("\n")[0]
+    assert "Oops\\ncorrect.ipynb" in block and "\\x1b[3A" in block and "\\u202e" in block
 
 
 def test_processes_left_running_are_ended_and_reported(graded):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import queue
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -13,6 +12,7 @@ from pathlib import Path
 from . import report, sandbox
 from .judge import grade_submission
 from .notebook import read_submission
+from .results import student_id
 
 
 def _cpus() -> int:
@@ -102,6 +102,42 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _report_paths_problem(args) -> str | None:
+    """--json、--csv 要写得进去（事先查看），而且不能写到一份提交上。文件名以 - 开头的提交会被当成选项：学生把笔记本叫做
+    “--csv=同学.ipynb”，在提交的文件夹里运行 ``python -m minigpt.grade *.ipynb`` 时，它就成了
+    --csv 同学.ipynb，成绩表会写到同学的笔记本上。所以以 .ipynb 结尾、或者就是某份提交的报告文件一律拒绝。"""
+    def same(a: Path, b: Path) -> bool:
+        try:
+            return a.exists() and b.exists() and os.path.samefile(a, b)
+        except OSError:
+            return False
+
+    def is_dir(p: Path) -> bool:
+        try:
+            return p.is_dir()
+        except OSError:   # 名字太长之类
+            return False
+
+    for flag, target in (("--json", args.json), ("--csv", args.csv)):
+        if target is None:
+            continue
+        if target.name.lower().endswith(".ipynb") or any(same(target, s) for s in args.submissions):
+            return (f"批改程序拒绝运行：{flag} 的文件 {report.visible(str(target))} 是一份笔记本"
+                    "（以 .ipynb 结尾，或者就是要批改的提交），写报告会覆盖学生交的文件。"
+                    "如果你没有写这个选项，那是某份提交的文件名以 - 开头、被当成了选项："
+                    "请在提交前面加 --（python -m minigpt.grade --json 报告.json -- *.ipynb），"
+                    "或者写成 ./*.ipynb")
+    for flag, target in (("--json", args.json), ("--csv", args.csv)):
+        # 先看报告写得进去：不然要等正在批改的几份（每份可能好几分钟）跑完才发现
+        if target is not None and (is_dir(target) or not is_dir(target.parent)):
+            where = "是一个文件夹" if is_dir(target) else f"所在的文件夹 {report.visible(str(target.parent))} 不存在"
+            return f"批改程序拒绝运行：{flag} 的文件 {report.visible(str(target))} {where}，报告写不进去"
+    if args.json is not None and args.csv is not None and (
+            args.json.resolve() == args.csv.resolve() or same(args.json, args.csv)):
+        return "批改程序拒绝运行：--json 和 --csv 是同一个文件，一个会覆盖另一个"
+    return None
+
+
 NO_SANDBOX_WARNING = ("警告：--no-sandbox，学生的代码将以你的身份运行，能读写你能读写的文件、"
                       "连网、留下后台进程；剩下的保护只有清空的环境变量，每个进程的内存、CPU 时间"
                       "和文件大小上限，以及 --timeout、--notebook-timeout 两个时限。")
@@ -111,6 +147,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.resume and not args.json:
         parser().error("--resume 要和 --json 报告.json 一起用：报告里记着哪些提交已经批改过")
+    refused = _report_paths_problem(args)
+    if refused:
+        print(refused, file=sys.stderr)
+        return 2
+    same = {}
+    for path in args.submissions:
+        same.setdefault(student_id(str(path)), []).append(str(path))
+    for sid, paths in same.items():
+        if len(paths) > 1:   # 比如每个学生一个文件夹、笔记本都还叫 homework_student.ipynb
+            print(f"提示：{len(paths)} 份提交的学号（文件名去掉 .ipynb）都是 {report.visible(sid)}："
+                  f"{'、'.join(report.visible(p) for p in paths[:5])}{' …' if len(paths) > 5 else ''}。"
+                  "表和 CSV 里分不清它们，成绩册按学号导入时只会留下一行：请把文件改名为各自的学号再批改",
+                  file=sys.stderr)
     try:
         import ipykernel  # noqa: F401
         import nbclient  # noqa: F401
@@ -169,16 +218,8 @@ def main(argv: list[str] | None = None) -> int:
             return False
         return True
 
-    slots: queue.Queue = queue.Queue()
-    for k in range(args.jobs):
-        slots.put(k)
-
     def one(i: int):
-        slot = slots.get()
-        try:
-            return grade_submission(args.submissions[i], limits, sandboxed=sandboxed, slot=slot)
-        finally:
-            slots.put(slot)
+        return grade_submission(args.submissions[i], limits, sandboxed=sandboxed)
 
     progress = Progress(len(todo))
     if skipped and not save():

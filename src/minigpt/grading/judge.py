@@ -118,7 +118,7 @@ class KernelFailed(Exception):
 
 
 def grade_submission(path: Path, limits: sandbox.Limits | None = None, *,
-                     sandboxed: bool = True, slot: int = 0) -> SubmissionResult:
+                     sandboxed: bool = True) -> SubmissionResult:
     """批改一份提交。文件不存在、不是笔记本、答案文件不合格等情况也返回一行结果，不抛异常。
 
     内核在学生代码运行之前就起不来时，这一行是“出错”，并在 result.notes 里记下 "kernel_failed"。
@@ -136,7 +136,7 @@ def grade_submission(path: Path, limits: sandbox.Limits | None = None, *,
                               "names": ANSWER_NAMES}).encode("utf-8")
         base = Path(tempfile.mkdtemp(prefix="minigpt-grade-"))
         try:
-            outcome = sandbox.run(request, limits, slot, sandboxed, base)
+            outcome = sandbox.run(request, limits, sandboxed, base)
             if outcome.returncode is None:
                 return _all_error(result, f"沙箱运行超过 {limits.wall_clock():g} 秒，已从外面结束",
                                   "WallClockTimeout")

@@ -19,16 +19,18 @@ def read_submission(path: Path):
     """读入一份提交；返回 (笔记本, 内容的 sha256, None) 或 (None, sha256 或 "", (异常类型, 说明))。"""
     import nbformat
 
-    if not path.exists():
-        return None, "", ("FileNotFoundError", "文件不存在")
-    if not path.is_file():
-        return None, "", ("IsADirectoryError", "不是文件")
-    try:
+    try:   # 名字太长、上级文件夹不让进（EACCES）时，exists() 本身就抛 OSError
+        if not path.exists():
+            return None, "", ("FileNotFoundError", "文件不存在")
+        if not path.is_file():
+            return None, "", ("IsADirectoryError", "不是文件")
         size = path.stat().st_size
+        with path.open("rb") as f:   # 最多读上限多一个字节：/proc 下的文件大小写的是 0
+            raw = f.read(MAX_NOTEBOOK_BYTES + 1)
+        size = max(size, len(raw))
         if size > MAX_NOTEBOOK_BYTES:
             return None, "", ("FileTooLarge", f"文件有 {size / 2**20:.0f} MB，超过 "
                                               f"{MAX_NOTEBOOK_BYTES // 2**20} MB，不像作业笔记本")
-        raw = path.read_bytes()
     except OSError as err:
         return None, "", (type(err).__name__, f"无法读取：{err.strerror or err}")
     digest = hashlib.sha256(raw).hexdigest()

@@ -14,6 +14,37 @@ from ..homework import EXERCISES
 from .results import STATUS_TEXT, SubmissionResult, short_name, total_points
 
 
+def visible(text: str) -> str:
+    """表和 CSV 里的文字只占一行、不指挥终端：控制字符（换行、回车、ESC 开头的终端控制序列……）、
+    方向控制符（U+202E 之类）和文件名里不是 UTF-8 的字节（surrogateescape 解出的 U+DC80–U+DCFF）
+    都换成看得见的转义，例如 \\n、\\x1b、\\u202e、\\xd5。文件名、学生代码的异常和答案的 repr 都经过它。"""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            out.append(ch)
+        elif 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
+
+
+def _cell(text: str) -> str:
+    """CSV 的一格：看得见的文字；以 = + - @ 开头的加一个 '，Excel 和 LibreOffice 不把它当公式。"""
+    text = visible(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+MAX_NAME = 60   # 表里的文件名最多这么多个字符（JSON 和 CSV 里是全名）
+
+
+def _name(r: SubmissionResult) -> str:
+    """表里的文件名：看得见的文字；太长的留开头和结尾，中间写 …（一个 255 字节的名字不该把表撑破）。"""
+    name = visible(Path(r.path).name)
+    return name if len(name) <= MAX_NAME else name[:MAX_NAME // 2] + "…" + name[-(MAX_NAME // 2 - 1):]
+
+
 def _width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
@@ -45,7 +76,7 @@ def format_table(results: list[SubmissionResult], timeout: float,
     header = ["提交"] + [short_name(e.key) for e in EXERCISES] + ["通过", "得分"]
     rows = []
     for r in results:
-        rows.append([Path(r.path).name] + [STATUS_TEXT[e.status] for e in r.exercises]
+        rows.append([_name(r)] + [STATUS_TEXT[e.status] for e in r.exercises]
                     + [f"{r.passed}/{len(EXERCISES)}", f"{r.points}/{total_points()}"])
     widths = [max(_width(row[i]) for row in [header] + rows) + 2 for i in range(len(header))]
     limit = f"每个代码单元最多运行 {timeout:g} 秒"
@@ -80,8 +111,8 @@ def format_table(results: list[SubmissionResult], timeout: float,
         if not r.sandboxed:
             notes.append("  （没有在沙箱里运行：--no-sandbox）")
         if notes:
-            lines.append(Path(r.path).name)
-            lines += notes
+            lines.append(_name(r))
+            lines += [visible(n) for n in notes]
     return "\n".join(lines)
 
 
@@ -96,11 +127,14 @@ def to_json(results: list[SubmissionResult], options: dict) -> dict:
 
 
 def write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
-    """先写同一文件夹里的临时文件再改名：读的人只会看到旧的或新的完整文件。"""
+    """先写同一文件夹里的临时文件再改名：读的人只会看到旧的或新的完整文件。
+
+    文件名里不是 UTF-8 的字节（surrogateescape）写成 \\udcXX：在 JSON 的字符串里它正好是合法的转义，
+    读回来（--resume）还是原来的文件名。"""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding=encoding, newline="") as f:
+        with os.fdopen(fd, "w", encoding=encoding, errors="backslashreplace", newline="") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -135,6 +169,6 @@ def to_csv(results: list[SubmissionResult]) -> str:
                + [f"总分（{total_points()} 分）", "状态"])
     for r in results:
         got = {e.key: e.status == "passed" for e in r.exercises}
-        w.writerow([r.student_id] + [e.points if got.get(e.key) else 0 for e in EXERCISES]
-                   + [r.points, status_of(r)])
+        w.writerow([_cell(r.student_id)] + [e.points if got.get(e.key) else 0 for e in EXERCISES]
+                   + [r.points, _cell(status_of(r))])
     return "\ufeff" + buf.getvalue()

@@ -18,6 +18,12 @@ def short_name(key: str) -> str:
     return SHORT.get(key, key)
 
 
+def student_id(path: str) -> str:
+    """学号：文件名去掉 .ipynb（CSV 的第一列）。"""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return name[:-len(".ipynb")] if name.endswith(".ipynb") else name
+
+
 def total_points() -> int:
     return sum(e.points for e in EXERCISES)
 
@@ -57,8 +63,7 @@ class SubmissionResult:
     @property
     def student_id(self) -> str:
         """学号：文件名去掉 .ipynb。"""
-        name = self.path.replace("\\", "/").rsplit("/", 1)[-1]
-        return name[:-len(".ipynb")] if name.endswith(".ipynb") else name
+        return student_id(self.path)
 
     @property
     def passed(self) -> int:

@@ -44,7 +44,14 @@ _LIMIT_SIGNS = [
     ("OSError", "No space left on device", "disk"),
 ]
 LIMIT_TEXT = {"memory": "超出内存上限", "processes": "超出进程数上限",
-              "disk": "超出文件大小或磁盘上限", "notebook_timeout": "整份笔记本超过时限"}
+              "disk": "超出文件大小或磁盘上限", "notebook_timeout": "整份笔记本超过时限",
+              "files": "超出文件数上限"}
+
+# 私有 /tmp 里最多这么多个文件和文件夹。tmpfs 的 --size 只管字节：空文件不占字节，却各占约 1 KB 内核内存
+# （不属于任何进程，内存上限管不着）；不加限制，一份提交几十秒就能建出几百万个，占住宿主几 GB 内存。
+# bwrap 给不了 tmpfs 的 nr_inodes，所以 runner 自己盯着：超过就结束沙箱里的其余进程、清空 /tmp，像内核崩溃那样换新内核。
+MAX_FILES = 20_000
+WATCH_SECONDS = 0.05
 
 
 def which_limit(ename: str, evalue: str) -> str | None:
@@ -120,8 +127,47 @@ class KernelStartError(Exception):
     pass
 
 
+class FileWatch:
+    """每 WATCH_SECONDS 秒看一次私有 /tmp 用了多少个 inode；超过 MAX_FILES 就结束除本进程以外的所有进程
+    （内核随之退出，nbclient 报 DeadKernelError），记下 hit。只在沙箱里用（那里的 /tmp 是私有的）。"""
+
+    def __init__(self, root: str = "/tmp", limit: int = MAX_FILES):
+        self.root, self.limit, self.hit = root, limit, False
+        self.base = self.used()
+
+    def used(self) -> int:
+        st = os.statvfs(self.root)
+        return st.f_files - st.f_ffree
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(WATCH_SECONDS)
+            if self.used() - self.base > self.limit:
+                self.hit = True
+                try:
+                    os.kill(-1, signal.SIGKILL)   # 只到得了本沙箱里、同一用户的进程，不含本进程
+                except ProcessLookupError:
+                    pass
+
+    def clean(self, keep: Path) -> None:
+        """删掉 /tmp 里学生建的一切（换内核前），再建回工作目录。"""
+        import shutil
+
+        for entry in os.scandir(self.root):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    pass
+        keep.mkdir(parents=True, exist_ok=True)
+        self.hit = False
+
+
 async def run_cells(sources: list[str], workdir: Path, names: list[str],
-                    timeout: float, notebook_timeout: float, limits: dict):
+                    timeout: float, notebook_timeout: float, limits: dict,
+                    watch: FileWatch | None = None):
     """运行学生的代码单元，返回 (问题列表, 探针单元的输出文字；探针没有运行完时为 None)。"""
     import nbformat
     from jupyter_client.manager import AsyncKernelManager
@@ -189,8 +235,13 @@ async def run_cells(sources: list[str], workdir: Path, names: list[str],
                         broke = _problem(n + 1, "timeout", "CellTimeoutError",
                                          f"运行超过 {timeout:g} 秒，已结束内核")
                     except DeadKernelError:
-                        broke = _problem(n + 1, "crash", "DeadKernelError",
-                                         "内核退出了（崩溃、被结束，或超出 CPU 时间上限）")
+                        if watch is not None and watch.hit:
+                            broke = _problem(n + 1, "limit", "TooManyFiles",
+                                             f"{LIMIT_TEXT['files']}（{limits['files']}），"
+                                             "已结束内核、清空 /tmp")
+                        else:
+                            broke = _problem(n + 1, "crash", "DeadKernelError",
+                                             "内核退出了（崩溃、被结束，或超出 CPU 时间上限）")
                     spent += time.monotonic() - began
                     if broke:
                         problems[n] = broke
@@ -247,6 +298,8 @@ async def run_cells(sources: list[str], workdir: Path, names: list[str],
                     await km.shutdown_kernel(now=True)
                 except Exception:
                     pass
+        if watch is not None and watch.hit:
+            watch.clean(workdir)
         restarts += 1
         if restarts > MAX_RESTARTS:
             for n in range(n_code):
@@ -310,9 +363,22 @@ def main(argv: list[str] | None = None) -> int:
     result = {"version": 1, "kernel_failed": None, "runner_error": None,
               "problems": [], "answers": None,
               "answers_problem": None, "leftover": 0}
+    limits["files"] = f"{MAX_FILES} 个"
+
+    async def cells_watched():
+        if not in_sandbox:   # 沙箱外的 /tmp 是教师的：不数它，也不结束“其余所有进程”
+            return await run_cells(sources, args.workdir, names, args.timeout,
+                                   args.notebook_timeout, limits)
+        watch = FileWatch()
+        task = asyncio.create_task(watch.run())
+        try:
+            return await run_cells(sources, args.workdir, names, args.timeout,
+                                   args.notebook_timeout, limits, watch)
+        finally:
+            task.cancel()
+
     try:
-        problems, probed = asyncio.run(run_cells(
-            sources, args.workdir, names, args.timeout, args.notebook_timeout, limits))
+        problems, probed = asyncio.run(cells_watched())
         result["problems"] = problems
         if probed is not None:
             try:

@@ -1,8 +1,8 @@
 """把 runner 关进 bubblewrap 沙箱里运行（见「给教师」里“沙箱挡住了什么”）。
 
 沙箱里：
-- 文件系统只读，只看得到 /usr、Python 解释器、虚拟环境和 minigpt 包；私有的 /tmp（tmpfs，大小即磁盘上限）
-  和 /dev/shm（64 MB 的 tmpfs）是仅有的能写的地方；runner 从标准输出把结果交回批改程序；看不到别的提交、教师的家目录和批改报告；
+- 文件系统只读（沙箱的根和 /dev 也改成只读），只看得到 /usr、Python 解释器、虚拟环境和 minigpt 包；
+  私有的 /tmp（tmpfs，大小即磁盘上限，文件数由 runner 限制）是唯一能写的地方；看不到别的提交、教师的家目录和批改报告；
 - 网络命名空间只有自己的回环接口（内核和 runner 在里面说话），连不到外面，也连不到宿主的 127.0.0.1；
 - 进程命名空间是自己的：沙箱结束时（runner 退出、超时被结束、批改程序退出），里面的进程全部结束；
 - 环境变量只有下面 ``clean_env`` 列出的几个，教师的环境变量一个也不传进去；
@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -29,7 +30,10 @@ from pathlib import Path
 
 INSTALL_HINT = ("Debian/Ubuntu：sudo apt-get install bubblewrap；Fedora：sudo dnf install bubblewrap；"
                 "Arch：sudo pacman -S bubblewrap")
-BASE_UID = 62000          # 以 root 批改时，第 k 个并行的沙箱用用户号 BASE_UID + k（进程数上限按用户号计）
+# 以 root 批改时，每个沙箱换成这个范围里随机取的、此刻没有进程在用的用户号（fresh_uid）。进程数上限按用户号
+# 计、而且是全机的：以前第 k 个并行的沙箱固定用 62000 + k，同时运行的两次批改（两个终端、CI 和开发者）就共用
+# 它，一份提交开满进程，另一次批改里同一个用户号的正确提交连内核都启动不了
+UID_RANGE = (2**20, 2**31 - 2**16)
 MAX_RESULT_BYTES = 2 * 2**20   # runner 从标准输出交回的结果最多这么大（答案本身最多 1 MB）
 WORKDIR = "/tmp/work"     # 沙箱里笔记本的工作目录
 
@@ -127,8 +131,7 @@ def bwrap_command(limits: Limits, as_root: bool) -> list[str]:
     for f in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime"):
         cmd += ["--ro-bind-try", f, f]
     cmd += ["--proc", "/proc", "--dev", "/dev",
-            "--size", str(limits.disk), "--tmpfs", "/tmp",
-            "--size", str(64 * 2**20), "--tmpfs", "/dev/shm"]
+            "--size", str(limits.disk), "--tmpfs", "/tmp"]
     # bwrap 按参数的顺序挂载：Python 要在私有的 /tmp 之后挂上，否则放在 /tmp 下的虚拟环境或解释器
     # 会被那个 tmpfs 盖住（/tmp 的其余部分仍是私有的、空的）
     made: set[Path] = set()
@@ -139,7 +142,10 @@ def bwrap_command(limits: Limits, as_root: bool) -> list[str]:
                 made.add(parent)
                 cmd += ["--perms", "0755", "--dir", str(parent)]
         cmd += ["--ro-bind", str(p), str(p)]
-    cmd += ["--chdir", "/tmp"]
+    # 沙箱的根（/，还有上面 --dir 建的文件夹）和 /dev 都是 bwrap 建的 tmpfs，没有大小上限（默认是内存的一半）。
+    # 以普通用户批改时它们属于沙箱里的用户、可写：一份提交能往里写满宿主一半的内存。挂载完都改成只读
+    # （不递归：/tmp、/proc 和只读挂上的 Python 不受影响；/dev/null 这样的设备照样能写）
+    cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp"]
     return cmd
 
 
@@ -163,6 +169,26 @@ def unavailable() -> str | None:
                 "建用户命名空间（sysctl kernel.unprivileged_userns_clone=1，或 Ubuntu 的 "
                 "kernel.apparmor_restrict_unprivileged_userns=0）")
     return None
+
+
+def _uids_in_use() -> set[int]:
+    uids = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                uids.add(os.stat(f"/proc/{entry}").st_uid)
+            except OSError:
+                pass
+    return uids
+
+
+def fresh_uid() -> int:
+    """沙箱用的用户号：在 UID_RANGE 里随机取，避开此刻有进程在用的（见 UID_RANGE 的说明）。"""
+    rng, used = random.SystemRandom(), _uids_in_use()
+    while True:
+        uid = rng.randrange(*UID_RANGE)
+        if uid not in used:
+            return uid
 
 
 def host_pidns() -> str:
@@ -236,7 +262,7 @@ def _pump(proc, deadline: float) -> tuple[bytes, bytes, bool, bool]:
     return bytes(out), bytes(err[-2000:]), too_big, timed_out
 
 
-def run(request: bytes, limits: Limits, slot: int, sandboxed: bool, base: Path) -> RunOutcome:
+def run(request: bytes, limits: Limits, sandboxed: bool, base: Path) -> RunOutcome:
     """在沙箱（sandboxed=False 时是一个干净环境里的子进程）里跑 runner，等它结束。
 
     沙箱外没有一处是沙箱里能写的：请求从标准输入送进去，结果从标准输出读回（有上限），
@@ -244,7 +270,7 @@ def run(request: bytes, limits: Limits, slot: int, sandboxed: bool, base: Path) 
     """
     as_root = os.getuid() == 0
     if sandboxed:
-        uid = BASE_UID + slot if as_root else None
+        uid = fresh_uid() if as_root else None
         cmd = bwrap_command(limits, as_root) + runner_command(WORKDIR, limits, uid, True)
         env = None
     else:
