@@ -7,6 +7,7 @@
 整行被遮住时，softmax 和 nn.MultiheadAttention 给 NaN，F.scaled_dot_product_attention 给 0。
 
 第 4 节：nn.MultiheadAttention 只支持平均分，每个头 embed_dim // num_heads 维，不能整除就报错。
+默认设置下它把 Q、K、V 的投影并成一个 in_proj_weight，给了别的 kdim、vdim 才分开存。
 """
 
 import pytest
@@ -176,6 +177,16 @@ def test_nn_multihead_attention_splits_embed_dim_evenly_across_heads():
         # Q、K、V 三个投影都是 embed_dim → embed_dim，没有单独设每头宽度的参数
         assert tuple(m.in_proj_weight.shape) == (3 * embed_dim, embed_dim)
         assert tuple(m.out_proj.weight.shape) == (embed_dim, embed_dim)
+
+
+def test_nn_multihead_attention_fuses_qkv_only_when_kdim_and_vdim_equal_embed_dim():
+    """第 4 节：默认设置下 Q、K、V 并成一个 in_proj_weight；给了别的 kdim、vdim 才分成三个矩阵。"""
+    fused = nn.MultiheadAttention(8, 2)
+    assert fused.in_proj_weight is not None and fused.q_proj_weight is None
+    apart = nn.MultiheadAttention(8, 2, kdim=4, vdim=6)
+    assert apart.in_proj_weight is None
+    assert [tuple(w.shape) for w in (apart.q_proj_weight, apart.k_proj_weight, apart.v_proj_weight)] \
+        == [(8, 8), (8, 4), (8, 6)]
 
 
 def test_nn_multihead_attention_rejects_embed_dim_not_divisible_by_heads():
