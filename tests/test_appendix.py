@@ -214,3 +214,19 @@ def test_length_sweep_says_short_inputs_are_prefixes(page):
     assert "只是输入变长了" not in prose
     assert "长度 10、20、40 的序列就是它的前 10、20、40 个位置" in prose
     assert "页面只负责" not in prose and "只能写成" not in prose
+
+
+def test_first_position_claims_in_alt_text_and_prose_hold():
+    """图 A.6 的替代文字和末段：注意力那一格每翻一倍都比上一次降得多，10 → 160 一共不到两个数量级；
+    RNN 在 160 处是 0；‖o_T‖ 从 10 到 160 变短，但中途有起伏（不是单调的）。"""
+    from minigpt.experiments import first_position_gradient_vs_length
+
+    fp = first_position_gradient_vs_length()
+    a = fp.attention
+    drops = [x / y for x, y in zip(a, a[1:])]
+    assert all(d > 1 for d in drops) and drops == sorted(drops), drops  # 下降得越来越快
+    assert a[0] / a[-1] < 100                                             # 不到两个数量级
+    assert fp.rnn[-1] == 0.0 and all(r > 0 for r in fp.rnn[:-1])         # 只有长度 160 下溢成 0
+    o = fp.attention_last_output_norm
+    assert o[-1] < o[0]
+    assert any(y > x for x, y in zip(o, o[1:])), o                        # 中途有起伏

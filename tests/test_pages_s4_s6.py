@@ -449,3 +449,27 @@ def test_references_list_and_are_cited_from_the_pages(built_book):
     for doc in ("s4_multi_head", "s5_ffn", "s6_block"):
         cited |= {h.split("#")[0] for h in load(built_book, doc).hrefs if "#" in h}
     assert "references.html" in cited, "第 4–6 节没有一处引用指向参考资料页"
+
+
+def test_references_page_names_every_chapter_page_that_cites_an_entry():
+    """参考资料页开头说“说明每一份在哪一页、派了什么用场”：第 1–6 节和附录引用的每一条，
+    它在参考资料页上的那一条说明都要提到这一页（{doc} 链接，附录也可以写“附录”）。"""
+    book = Path(__file__).resolve().parent.parent / "book"
+    lines, heading = [], ""
+    for line in (book / "references.md").read_text(encoding="utf-8").splitlines():
+        heading = line if line.startswith("## ") else heading
+        lines.append(f"{heading}\n{line}")   # 每条说明连同它所在的小标题（如“……（附录）”）
+    cite = re.compile(r"\{cite(?::\w+)?\}`([^`]+)`")
+    missing = []
+    for doc in (*SECTION_DOCS, "appendix_rnn"):
+        text = (book / f"{doc}.md").read_text(encoding="utf-8")
+        keys = {k.strip() for m in cite.finditer(text) for k in m.group(1).split(",")}
+        for key in sorted(keys):
+            entry = [line for line in lines if f"`{key}`" in line or f"`{key}," in line
+                     or f",{key}`" in line]
+            assert entry, f"{key}（{doc} 引用）在参考资料页的说明里没有出现"
+            named = any(f"<{doc}>" in line or (doc == "appendix_rnn" and "附录" in line)
+                        for line in entry)
+            if not named:
+                missing.append(f"{key} ← {doc}")
+    assert not missing, f"参考资料页没说这些条目在哪一页用到：{missing}"

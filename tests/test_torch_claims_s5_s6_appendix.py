@@ -33,6 +33,17 @@ def test_rnn_h_last_has_one_state_per_layer_and_equals_last_output_for_one_layer
         torch.testing.assert_close(h_last[-1], outputs[:, -1])
 
 
+def test_rnn_batch_first_orders_input_and_outputs_but_not_h_last():
+    """附录：batch_first=True 只把输入和 outputs 排成 [batch, seq, …]；h_last 仍是 [层数, batch, hidden]。"""
+    batch, seq, layers = 2, 6, 3
+    x = torch.randn(batch, seq, 4)
+    outputs, h_last = nn.RNN(4, 8, num_layers=layers, batch_first=True)(x)
+    assert outputs.shape == (batch, seq, 8)
+    assert h_last.shape == (layers, batch, 8)
+    _, h_seq_first = nn.RNN(4, 8, num_layers=layers)(x.transpose(0, 1))
+    assert h_seq_first.shape == h_last.shape  # batch_first 不改变 h_last 的维度顺序
+
+
 def test_mha_bool_mask_true_means_blocked():
     """附录：nn.MultiheadAttention 的布尔 attn_mask 里 True 表示“不许看”，那里的权重是 0。"""
     torch.manual_seed(0)

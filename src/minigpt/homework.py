@@ -770,7 +770,7 @@ def check_ffn_params(w1_params, w2_params, total_params,
         raise HomeworkWrong(f"检查 total_params：{total:,} "
                             f"不等于 w1_params + w2_params。{hint}")
     return _passed(3, f"W1 {w1:,} + W2 {w2:,} = {total:,} 个参数，"
-                      f"约是 hidden_size² 的 {total / h ** 2:.0f} 倍")
+                      f"抵得上约 {total / h ** 2:.0f} 个 {h}×{h} 的方阵")
 
 
 # ---------------------------------------------------------------- 批改用的题目清单
