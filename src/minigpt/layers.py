@@ -197,6 +197,13 @@ class FeedForward(nn.Module):
         return self.down(signal)     # [..., d_model]
 
 
+# 第 4 节 多头注意力（两种写法的参数对照）
+def n_params(*modules: nn.Module) -> int:
+    """几个模块一共有多少个参数：每个参数张量的元素个数相加
+    （第 5 节 FFN 也用它数 Block 各部分的参数）。"""
+    return sum(p.numel() for m in modules for p in m.parameters())
+
+
 def feedforward_num_params(d_model: int, d_ff: int | None = None) -> int:
     """FFN 的参数量 = 2·d_model·d_ff + d_ff + d_model（两个权重矩阵加两组偏置）
     （见第 5 节 FFN、作业 3）。
