@@ -214,6 +214,7 @@ def feedforward_num_params(d_model: int, d_ff: int | None = None) -> int:
     return (d_ff * d_model + d_ff) + (d_model * d_ff + d_model)
 
 
+# 第 6 节 Transformer Block
 class TransformerBlock(nn.Module):
     """Post-LN 的一层：先多头注意力、后 FFN；
     每个子层的输出加回输入，再做 LayerNorm。
