@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import nbformat
@@ -108,6 +109,28 @@ def test_no_visible_code_cell_uses_glue_or_myst_nb(doc):
     bad = [f"第 {i} 个看得见的单元含 {forbidden_in(s)}：{s.strip().splitlines()[0][:60]}"
            for i, s in enumerate(sources, 1) if forbidden_in(s)]
     assert not bad, f"{doc}：构建用的 glue/myst_nb 应放进带 remove-cell 标签的单元：\n" + "\n".join(bad)
+
+
+# 网页的代码栏在 1280 像素宽的窗口里约能放 80 个显示列（中文记 2 列，中文字形还略宽），PDF 约 80 列：
+# 看得见的单元每行不超过 78 列，就不用横向滚动，也不会被 PDF 截断
+VISIBLE_CODE_COLUMNS = 78
+
+
+def _columns(line: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+
+
+@pytest.mark.parametrize("doc", toc_docnames())
+def test_visible_code_lines_fit_the_code_column(doc):
+    path = page_path(doc)
+    text = path.read_text(encoding="utf-8")
+    sources = visible_code_cells(text, path.suffix)
+    # 练习里的起始代码是普通的 ```python 代码块（可能缩进在列表项里）：去掉围栏的缩进再量
+    for indent, body in re.findall(r"^( *)`{3,}python[ \t]*\n(.*?)^ *`{3,}", text, re.S | re.M):
+        sources.append("\n".join(line[len(indent):] for line in body.splitlines()))
+    wide = [f"{_columns(line)} 列：{line.strip()[:50]}" for s in sources for line in s.splitlines()
+            if _columns(line) > VISIBLE_CODE_COLUMNS]
+    assert not wide, f"{doc} 有看得见的代码行超过 {VISIBLE_CODE_COLUMNS} 列，网页上要横向滚动：\n" + "\n".join(wide)
 
 
 # ---------------------------------------------------------------- 抄下来能运行
