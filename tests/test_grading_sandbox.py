@@ -431,3 +431,14 @@ def test_no_shared_memory_in_the_sandbox_as_the_homework_page_says():
     assert proc.stdout.strip() == "Read-only file system", (proc.stdout, proc.stderr[-800:])
     page = (REPO / "book" / "homework.md").read_text(encoding="utf-8")
     assert "`/dev/shm` 都是只读的" in page and "用不了共享内存" in page
+
+
+@pytest.mark.kernel
+def test_the_grading_bench_still_calls_the_sandbox_the_way_it_is_built():
+    """make bench 的 tools/bench_grade.py 直接调用 sandbox.run；沙箱的参数一改，基准就会坏掉而没有测试发现
+    （去掉 slot 参数后就坏过一次）。这里量一次下限：沙箱里启动内核、运行 import torch。"""
+    _bwrap_or_skip()
+    spec = importlib.util.spec_from_file_location("bench_grade", REPO / "tools" / "bench_grade.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.floor_seconds(repeat=1) > 0

@@ -61,7 +61,7 @@ def floor_seconds(repeat: int = 3) -> float:
     for _ in range(repeat):
         base = Path(tempfile.mkdtemp(prefix="bench-grade-"))
         began = time.perf_counter()
-        outcome = sandbox.run(request, sandbox.Limits(), 0, True, base)
+        outcome = sandbox.run(request, sandbox.Limits(), True, base)
         times.append(time.perf_counter() - began)
         shutil.rmtree(base, ignore_errors=True)
         if outcome.returncode != 0:
