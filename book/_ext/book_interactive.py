@@ -6,7 +6,9 @@
 1. **库来自已安装的 Python 包，不进仓库。** ``vl_convert.javascript_bundle`` 把钉死版本的
    vl-convert-python 里自带的 Vega 库，连同本书的页面脚本 ``book_interactive.js``，打包成一个
    ES 模块（约 0.9 MB，gzip 后约 0.3 MB）。打包要一两秒，结果按“包版本 + 脚本内容”缓存在
-   ``_build/.interactive_cache/``。
+   ``_build/.interactive_cache/``。缓存里没有时，读到第一张有交互图的页面就在一个子进程里开始打包
+   （vl_convert 打包时不放开 GIL，线程帮不上忙）：Sphinx 读写页面只用一个 CPU，打包在另一个 CPU 上
+   与它同时进行，写第一张有交互图的页面时再等它打完。
 2. **放在本站的 ``_static/interactive/``，不在源目录的 ``_static`` 里。** Jupyter Book 会把源目录
    ``_static`` 里的每个 .js 挂到每一页上；这里在写出第一张有交互图的页面之前直接复制到输出目录
    （在页面渲染之前复制，Sphinx 才会给链接加上 ``?v=`` 校验和；没有交互图的书不生成也不复制）。
@@ -28,6 +30,8 @@ import base64
 import hashlib
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from docutils import nodes
@@ -43,23 +47,57 @@ CSS_PATH = "interactive/book-interactive.css"
 MARKER = 'class="interactive-figure"'           # minigpt.interactive 写出的容器
 
 
-def vega_bundle(cache_dir: Path) -> Path:
-    """Vega 库 + 本书页面脚本打成的 ES 模块；按包版本和脚本内容缓存（见本模块说明）。"""
+# 打包的子进程：python -c BUNDLE_CODE 页面脚本 Vega-Lite版本 输出文件
+BUNDLE_CODE = ("import sys, vl_convert; from pathlib import Path; "
+               "Path(sys.argv[3]).write_text(vl_convert.javascript_bundle("
+               "Path(sys.argv[1]).read_text(encoding='utf-8'), vl_version=sys.argv[2]), encoding='utf-8')")
+
+
+def vega_bundle_path(cache_dir: Path) -> Path:
+    """缓存里打包结果的文件名：按 vl-convert 与 Vega 各库的版本和页面脚本的内容求摘要。"""
     import vl_convert
 
-    snippet = SCRIPT.read_text(encoding="utf-8")
     key = hashlib.sha256("\n".join((
         vl_convert.__version__, vl_convert.get_vega_version(),
-        vl_convert.get_vega_embed_version(), VEGA_LITE_VERSION, snippet,
+        vl_convert.get_vega_embed_version(), VEGA_LITE_VERSION, SCRIPT.read_text(encoding="utf-8"),
     )).encode("utf-8")).hexdigest()[:16]
-    path = cache_dir / f"book-interactive-{key}.js"
-    if not path.is_file():
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        bundle = vl_convert.javascript_bundle(snippet, vl_version=VEGA_LITE_VERSION)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(bundle, encoding="utf-8")
-        tmp.replace(path)
+    return cache_dir / f"book-interactive-{key}.js"
+
+
+def start_bundle(path: Path) -> subprocess.Popen:
+    """在子进程里把库和页面脚本打包到 path 旁边的 .tmp 文件（finish_bundle 等它、换上）。"""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen([sys.executable, "-c", BUNDLE_CODE, str(SCRIPT), VEGA_LITE_VERSION,
+                             str(path.with_suffix(".tmp"))], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def finish_bundle(job: subprocess.Popen, path: Path) -> Path:
+    """等打包的子进程结束；成功就把 .tmp 换成 path（打断的构建不会留下半个文件当缓存）。"""
+    _, err = job.communicate()
+    if job.returncode != 0:
+        raise RuntimeError(f"打包 Vega 库失败（退出码 {job.returncode}）：{err.decode(errors='replace')[-2000:]}")
+    path.with_suffix(".tmp").replace(path)
     return path
+
+
+def vega_bundle(cache_dir: Path, job: subprocess.Popen | None = None) -> Path:
+    """Vega 库 + 本书页面脚本打成的 ES 模块（见本模块说明）。job 是已在后台打包的子进程（start_bundle）。"""
+    path = vega_bundle_path(cache_dir)
+    if path.is_file():
+        return path
+    return finish_bundle(job or start_bundle(path), path)
+
+
+def start_bundle_early(app: Sphinx, doctree) -> None:
+    """doctree-read：读到第一张有交互图的页面、缓存里又没有打包结果时，在后台开始打包。"""
+    if app.builder.format != "html" or getattr(app, "_book_interactive_job", None) is not None:
+        return
+    if not any(MARKER in node.astext() for node in doctree.findall(nodes.raw)):
+        return
+    path = vega_bundle_path(Path(app.outdir).parent / ".interactive_cache")
+    if not path.is_file():
+        app._book_interactive_job = start_bundle(path)
 
 
 def copy_assets(app: Sphinx) -> None:
@@ -69,8 +107,8 @@ def copy_assets(app: Sphinx) -> None:
         return
     static = Path(app.outdir) / "_static"
     (static / JS_PATH).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(vega_bundle(Path(app.outdir).parent / ".interactive_cache"),
-                    static / JS_PATH)
+    job, app._book_interactive_job = getattr(app, "_book_interactive_job", None), None
+    shutil.copyfile(vega_bundle(Path(app.outdir).parent / ".interactive_cache", job), static / JS_PATH)
     shutil.copyfile(STYLE, static / CSS_PATH)
     app._book_interactive_copied = True
 
@@ -102,7 +140,14 @@ def static_images_to_files(app: Sphinx, doctree, docname: str) -> None:
 
 
 def refresh_assets(app: Sphinx, exception) -> None:
-    """增量构建没有重写任何有交互图的页面时，也把输出目录里已有的库换成当前版本。"""
+    """增量构建没有重写任何有交互图的页面时，也把输出目录里已有的库换成当前版本。
+    后台打包一直没被用上（读到了交互图，却没写出那一页：构建失败了）时结束它，不留半个文件。"""
+    job = getattr(app, "_book_interactive_job", None)
+    if job is not None:
+        job.kill()
+        job.wait()
+        app._book_interactive_job = None
+        vega_bundle_path(Path(app.outdir).parent / ".interactive_cache").with_suffix(".tmp").unlink(missing_ok=True)
     if (exception is None and app.builder.format == "html"
             and (Path(app.outdir) / "_static" / JS_PATH).is_file()):
         copy_assets(app)
@@ -118,6 +163,7 @@ def add_assets_to_page(app: Sphinx, pagename: str, templatename: str, context: d
 
 
 def setup(app: Sphinx) -> dict:
+    app.connect("doctree-read", start_bundle_early)
     app.connect("doctree-resolved", static_images_to_files)
     app.connect("html-page-context", add_assets_to_page)
     app.connect("build-finished", refresh_assets)

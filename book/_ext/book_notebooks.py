@@ -589,28 +589,6 @@ def runtime_requirements(root: Path, wheel: str) -> str:
             + "\n".join(lines) + f"\n./{wheel}\n")
 
 
-def _site_wheel(app: Sphinx) -> Path | None:
-    """本书的 wheel（按包源码与打包文件的摘要缓存在 _build/.reader-wheel/；没有 src/minigpt 的小书返回 None）。"""
-    root = Path(app.confdir)
-    if not (root / "src" / "minigpt").is_dir():
-        return None
-    import homework_bundle
-
-    digest = hashlib.sha256()
-    for path in [*(root / n for n in homework_bundle.PACKAGING_FILES),
-                 *sorted((root / "src" / "minigpt").rglob("*.py"))]:
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    cache = Path(app.outdir).parent / ".reader-wheel" / digest.hexdigest()[:16]
-    wheels = sorted(cache.glob("*.whl")) if cache.is_dir() else []
-    if len(wheels) != 1:
-        if cache.parent.is_dir():
-            shutil.rmtree(cache.parent)
-        cache.mkdir(parents=True)
-        homework_bundle.build_wheel(root, cache)
-        wheels = sorted(cache.glob("*.whl"))
-    return wheels[0]
-
-
 def build_notebooks_zip(app: Sphinx, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
@@ -623,12 +601,13 @@ def build_notebooks_zip(app: Sphinx, exception) -> None:
     if missing:
         logger.warning(f"[book_notebooks] 这些页面没有读者笔记本：{missing}")
         return
+    import homework_bundle
+
     try:
-        wheel = _site_wheel(app)
+        wheel = homework_bundle.site_wheel(app)   # 与作业包共用的那一个 wheel
     except (OSError, RuntimeError) as err:
         logger.warning(f"[book_notebooks] 没能打包本书的 wheel：{err}")
         return
-    import homework_bundle
     from book_release import DISTRIBUTION, edition_line
 
     wheel_file = wheel_name(app.config.version)

@@ -11,6 +11,11 @@ HTML 构建结束时（``build-finished``）在网站根目录写出作业包，
 作业包按包源码、pyproject.toml、笔记本和说明文字求摘要，缓存在 ``_build/.homework-bundle/``：这些都没变时
 直接复制缓存，不再打包。另外给每页的下载菜单加一项“作业包”。目录里没有作业页的书（测试用的小书）什么都不做。
 打包失败发警告，构建（带 -W）因而失败。
+
+wheel 每次构建只打一次（``site_wheel``）：作业包与读者笔记本包（book_notebooks）用的是同一个，按包源码和
+打包文件的摘要缓存在 ``_build/.reader-wheel/``。缓存里没有时，HTML 构建一开始（``builder-inited``）就在
+后台线程里打包：pip 是子进程，Sphinx 读写页面只用一个 CPU，打包在另一个 CPU 上同时完成，到构建结束用到它时
+已经打好。
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -112,10 +118,70 @@ def zip_write(zf: zipfile.ZipFile, name: str, data: bytes, folder: str = FOLDER)
     zf.writestr(info, data)
 
 
-def build_bundle(root: Path, target: Path, python: str = sys.executable) -> Path:
-    """在 target 写出作业包（zip）。root 是书的根目录（有 src/minigpt、pyproject.toml、book/）。"""
+WHEEL_CACHE = ".reader-wheel"  # _build/ 下，子目录名是 wheel_key
+
+
+def wheel_key(root: Path) -> str:
+    """wheel 的输入（打包文件与 src/minigpt 的全部 .py）的摘要：任何一个字节变了，wheel 就重新打。"""
+    digest = hashlib.sha256()
+    for path in [*(root / n for n in PACKAGING_FILES), *sorted((root / "src" / "minigpt").rglob("*.py"))]:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def cached_wheel(root: Path, build_dir: Path) -> Path:
+    """build_dir/.reader-wheel/<wheel_key>/ 里的 wheel；没有就现在打（旧版本的缓存一并删掉）。"""
+    cache = build_dir / WHEEL_CACHE / wheel_key(root)
+    wheels = sorted(cache.glob("*.whl")) if cache.is_dir() else []
+    if len(wheels) == 1:
+        return wheels[0]
+    if cache.parent.is_dir():
+        shutil.rmtree(cache.parent)
+    partial = cache.with_name(cache.name + ".part")
+    partial.mkdir(parents=True)
+    build_wheel(root, partial)
+    partial.replace(cache)  # 打完才换上：打断的构建不会留下一个半成品当缓存
+    return sorted(cache.glob("*.whl"))[0]
+
+
+def _has_package(app) -> bool:
+    return (Path(app.confdir) / "src" / "minigpt").is_dir()
+
+
+def start_wheel(app) -> None:
+    """builder-inited：HTML 构建且缓存里没有 wheel 时，在后台线程里开始打包（见本模块说明）。"""
+    if app.builder.format != "html" or not _has_package(app):
+        return
+    root, build_dir = Path(app.confdir), Path(app.outdir).parent
+    if (build_dir / WHEEL_CACHE / wheel_key(root)).is_dir():
+        return
+
+    def job() -> None:
+        try:
+            cached_wheel(root, build_dir)
+        except Exception:  # noqa: BLE001  失败时 site_wheel 再打一次，错误在那里照常报告
+            pass
+
+    app._book_wheel_job = threading.Thread(target=job, name="minigpt-wheel", daemon=True)
+    app._book_wheel_job.start()
+
+
+def site_wheel(app) -> Path | None:
+    """本书的 wheel（作业包和读者笔记本包共用）；书里没有 src/minigpt 时返回 None。打包失败抛出 RuntimeError。"""
+    if not _has_package(app):
+        return None
+    job = getattr(app, "_book_wheel_job", None)
+    if job is not None:
+        job.join()
+        app._book_wheel_job = None
+    return cached_wheel(Path(app.confdir), Path(app.outdir).parent)
+
+
+def build_bundle(root: Path, target: Path, python: str = sys.executable, wheel: Path | None = None) -> Path:
+    """在 target 写出作业包（zip）。root 是书的根目录（有 src/minigpt、pyproject.toml、book/）。
+    wheel 是已经打好的本书 wheel（构建里用 site_wheel 的那一个）；不给时现场打一个。"""
     with tempfile.TemporaryDirectory(prefix="minigpt-bundle-") as tmp:
-        wheel = build_wheel(root, Path(tmp), python)
+        wheel = wheel or build_wheel(root, Path(tmp), python)
         version = wheel.name.split("-")[1]
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(".zip.part")
@@ -139,7 +205,7 @@ def write_bundle(app, exception) -> None:
         if not cached.is_file():
             for old in cached.parent.glob("*.zip"):
                 old.unlink()
-            build_bundle(root, cached)
+            build_bundle(root, cached, wheel=site_wheel(app))
         shutil.copy2(cached, Path(app.outdir) / BUNDLE)
     except (OSError, RuntimeError) as err:
         logging.getLogger(__name__).warning(f"[homework_bundle] 没能生成作业包 {BUNDLE}：{err}")
@@ -164,5 +230,6 @@ def offer_bundle(app, pagename: str, templatename: str, context: dict, doctree) 
 
 def setup(app) -> dict:
     app.connect("html-page-context", offer_bundle, priority=503)
+    app.connect("builder-inited", start_wheel)
     app.connect("build-finished", write_bundle)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

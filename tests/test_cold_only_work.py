@@ -1,0 +1,142 @@
+"""冷构建里只做一次、而且不占 Sphinx 那一个 CPU 的活（book/_ext 的三个扩展）：
+
+- 本书的 wheel 每次构建只打一次，作业包和读者笔记本包用同一个；缓存里没有时在后台线程里打（homework_bundle）；
+- Vega 库的打包在读到第一张交互图时就在子进程里开始，写页面时拿来用，结果与当场打包的一样（book_interactive）；
+- 中文检索的 latin_terms 换成集合之后，分词与词干的结果与 Sphinx 原来的类完全相同（book_site）。
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from docutils import nodes
+from docutils.frontend import get_default_settings
+from docutils.parsers.rst import Parser
+from docutils.utils import new_document
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "book" / "_ext"))
+import book_interactive  # noqa: E402
+import book_site  # noqa: E402
+import homework_bundle  # noqa: E402
+
+
+def fake_app(root: Path, fmt: str = "html") -> SimpleNamespace:
+    return SimpleNamespace(confdir=str(root), outdir=str(root / "_build" / "html"),
+                           builder=SimpleNamespace(format=fmt))
+
+
+@pytest.fixture
+def book_with_package(tmp_path) -> Path:
+    shutil.copytree(REPO / "src" / "minigpt", tmp_path / "src" / "minigpt",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in homework_bundle.PACKAGING_FILES:
+        shutil.copy(REPO / name, tmp_path / name)
+    return tmp_path
+
+
+@pytest.fixture
+def counted_wheels(monkeypatch):
+    """把真正的 pip wheel 换成一个计数的假打包（这里测的是“打几次、谁在等谁”，不是打包本身）。"""
+    calls = []
+    release = threading.Event()
+
+    def fake_build(root: Path, out_dir: Path, python: str = sys.executable) -> Path:
+        release.wait(timeout=60)
+        calls.append(threading.current_thread().name)
+        wheel = out_dir / "minigpt_book-0-py3-none-any.whl"
+        wheel.write_bytes(b"wheel %d" % len(calls))
+        return wheel
+
+    monkeypatch.setattr(homework_bundle, "build_wheel", fake_build)
+    return calls, release
+
+
+def test_the_wheel_is_built_once_in_the_background_and_shared(book_with_package, counted_wheels):
+    calls, release = counted_wheels
+    app = fake_app(book_with_package)
+    homework_bundle.start_wheel(app)
+    assert app._book_wheel_job.is_alive()          # 在后台打包，Sphinx 接着读页面
+    release.set()
+    first = homework_bundle.site_wheel(app)        # 作业包要它：等后台打完
+    second = homework_bundle.site_wheel(app)       # 读者笔记本包要它：直接用
+    assert first == second and first.read_bytes() == b"wheel 1"
+    assert calls == ["minigpt-wheel"], calls       # 只打了一次，而且是在后台线程里
+
+    homework_bundle.start_wheel(fake_app(book_with_package))  # 下一次构建：缓存还在，不再打包
+    assert homework_bundle.site_wheel(fake_app(book_with_package)) == first and len(calls) == 1
+
+
+def test_a_changed_package_gets_a_new_wheel_and_the_old_cache_goes(book_with_package, counted_wheels):
+    calls, release = counted_wheels
+    release.set()
+    old = homework_bundle.site_wheel(fake_app(book_with_package))
+    with open(book_with_package / "src" / "minigpt" / "__init__.py", "a", encoding="utf-8") as f:
+        f.write("\n# 改动\n")
+    new = homework_bundle.site_wheel(fake_app(book_with_package))
+    assert new.parent != old.parent and not old.parent.exists() and len(calls) == 2
+    assert [p.name for p in new.parent.parent.iterdir()] == [new.parent.name]  # 没有留下 .part
+
+
+def test_no_background_wheel_for_the_pdf_or_a_book_without_the_package(tmp_path, book_with_package):
+    pdf = fake_app(book_with_package, fmt="latex")
+    homework_bundle.start_wheel(pdf)
+    assert getattr(pdf, "_book_wheel_job", None) is None
+    bare = fake_app(tmp_path / "bare")
+    homework_bundle.start_wheel(bare)
+    assert getattr(bare, "_book_wheel_job", None) is None and homework_bundle.site_wheel(bare) is None
+
+
+def doctree_with(html: str) -> nodes.document:
+    doc = new_document("<test>", get_default_settings(Parser))
+    doc += nodes.raw("", html, format="html")
+    return doc
+
+
+def test_vega_bundle_starts_when_a_page_with_an_interactive_figure_is_read(tmp_path):
+    app = fake_app(tmp_path)
+    book_interactive.start_bundle_early(app, doctree_with("<p>没有交互图</p>"))
+    assert getattr(app, "_book_interactive_job", None) is None
+    book_interactive.start_bundle_early(app, doctree_with(f'<div {book_interactive.MARKER}></div>'))
+    job = app._book_interactive_job
+    assert job is not None and job.poll() is None  # 子进程在后台打包
+
+    book_interactive.copy_assets(app)  # 写第一张有交互图的页面之前：等它打完，复制进输出目录
+    copied = (Path(app.outdir) / "_static" / book_interactive.JS_PATH).read_bytes()
+    assert app._book_interactive_job is None and job.returncode == 0
+    here = book_interactive.vega_bundle(tmp_path / "synchronous")  # 当场打包的结果
+    assert copied == here.read_bytes() and len(copied) > 100_000
+    cache = tmp_path / "_build" / ".interactive_cache"
+    assert [p.suffix for p in cache.iterdir()] == [".js"]  # 没有留下 .tmp
+
+
+def test_an_unused_background_bundle_is_stopped_when_the_build_fails(tmp_path):
+    app = fake_app(tmp_path)
+    book_interactive.start_bundle_early(app, doctree_with(f'<div {book_interactive.MARKER}></div>'))
+    job = app._book_interactive_job
+    book_interactive.refresh_assets(app, RuntimeError("构建失败"))
+    assert job.returncode is not None and app._book_interactive_job is None
+    assert not list((tmp_path / "_build" / ".interactive_cache").glob("*.tmp"))
+
+
+def test_fast_chinese_splits_and_stems_exactly_like_sphinx(tmp_path):
+    from sphinx.search.zh import SearchChinese
+
+    options = {"dict": str(REPO / "book" / "search_dict.txt")}
+    SearchChinese.latin_terms = []  # Sphinx 的类属性列表：从空的开始，和一次新构建一样
+    ours, sphinx = book_site.FastChinese(options), SearchChinese(options)
+    assert ours.lang == sphinx.lang == "zh"
+    pages = sorted((REPO / "book").glob("*.md"))
+    assert len(pages) >= 10
+    for page in pages:
+        text = page.read_text(encoding="utf-8")[:6000]  # 每页开头一段：Sphinx 原来的类越往后越慢（见第 10 条）
+        words_ours, words_sphinx = ours.split(text), sphinx.split(text)
+        assert words_ours == words_sphinx, page.name
+        assert [ours.stem(w) for w in words_ours] == [sphinx.stem(w) for w in words_sphinx], page.name
+    SearchChinese.latin_terms = []
