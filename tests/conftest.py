@@ -155,9 +155,14 @@ def torch_wheel_dir() -> Path:
     pytest.fail(f"找不到本机的 torch wheel（{pattern}）：把它所在的目录设为环境变量 TORCH_WHEEL_DIR")
 
 
+# 仓库之外的全新环境里不该有的变量。PYTHONDONTWRITEBYTECODE：这台机器的环境里设了它，全新环境又是
+# --no-compile 装的，于是每个内核都要把 torch 的几千个 .py 从头编译一遍（每次约 5 秒）；读者的 pip 默认会编译
+DIRTY = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")
+
+
 def clean_env() -> dict[str, str]:
-    """不带本仓库痕迹的环境变量（没有 PYTHONPATH、VIRTUAL_ENV）。"""
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    """不带本仓库痕迹的环境变量（没有 PYTHONPATH、VIRTUAL_ENV），第一次 import 时照常写 .pyc。"""
+    return {k: v for k, v in os.environ.items() if k not in DIRTY}
 
 
 @dataclass
@@ -195,7 +200,8 @@ def fresh_venv(tmp_path_factory) -> FreshVenv:
     spec.mkdir(parents=True)
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [str(fresh.python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "fresh venv", "language": "python"}))
+        "display_name": "fresh venv", "language": "python",
+        "env": {"PYTHONDONTWRITEBYTECODE": ""}}))  # 空值即没有设：用到的模块第一次 import 时编译、写入（见 DIRTY）
     return fresh
 
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from conftest import REPO, settle, toc_docnames
+from conftest import CHROMIUM, CHROMIUM_ARGS, REPO, settle, toc_docnames
 from pagekit import allowed_latin_words, english_words, load_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
@@ -188,9 +188,10 @@ def english_interface(page) -> list[str]:
 
 
 # ---- 逐页检查 -------------------------------------------------------------------------------
+# 每页在浅色、深色下各查一遍（axe 一遍就要几秒，几乎全在浏览器里单线程地算）。两个线程各开一个 Chromium
+# （Playwright 的同步接口每个线程一个实例）同时查，先查最长的页；每个测试只报告它那一页、那一种模式的问题。
 
-@pytest.mark.parametrize("docname", toc_docnames())
-def test_page_in_light_mode(browser, site, screenshots, docname):
+def check_light(browser, site, screenshots, docname) -> list[str]:
     visit = Visit(browser, site, page_path(docname))
     try:
         page = visit.page
@@ -202,14 +203,12 @@ def test_page_in_light_mode(browser, site, screenshots, docname):
         visit.problems += english_interface(page)
         page.wait_for_load_state("networkidle")
         page.screenshot(path=str(screenshots / shot_name(docname)), full_page=True)
-        problems = list(visit.problems) + axe_violations(page)  # axe 之后的请求不算（见 axe_violations）
+        return list(visit.problems) + axe_violations(page)  # axe 之后的请求不算（见 axe_violations）
     finally:
         visit.close()
-    assert not problems, f"{docname}:\n" + "\n".join(problems)
 
 
-@pytest.mark.parametrize("docname", toc_docnames())
-def test_page_in_dark_mode(browser, site, screenshots, docname):
+def check_dark(browser, site, screenshots, docname) -> list[str]:
     visit = Visit(browser, site, page_path(docname), color_scheme="dark")
     try:
         page = visit.page
@@ -218,9 +217,64 @@ def test_page_in_dark_mode(browser, site, screenshots, docname):
         visit.problems += page.evaluate(CHECK_DARK)
         visit.problems += english_interface(page)
         page.screenshot(path=str(screenshots / shot_name(docname, "-dark")), full_page=True)
-        problems = list(visit.problems) + axe_violations(page)
+        return list(visit.problems) + axe_violations(page)
     finally:
         visit.close()
+
+
+CHECKS = {"light": check_light, "dark": check_dark}
+
+
+@pytest.fixture(scope="module")
+def page_reports(site, screenshots, built_book) -> dict[tuple[str, str], list[str]]:
+    """{(页面, 模式): 问题列表}。两个线程各用一个 Chromium，从一个队列里领活，最长的页先查。"""
+    import queue
+    import threading
+
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM:
+        pytest.fail("PATH 里没有 chromium：请先运行 tools/system_deps.sh install browser（Debian 包 chromium）")
+    jobs: queue.Queue = queue.Queue()
+    size = {d: (built_book.html / page_path(d)).stat().st_size for d in toc_docnames()}
+    for docname in sorted(size, key=size.get, reverse=True):
+        for scheme in CHECKS:
+            jobs.put((docname, scheme))
+    reports: dict[tuple[str, str], list[str]] = {}
+
+    def work() -> None:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                while True:
+                    try:
+                        docname, scheme = jobs.get_nowait()
+                    except queue.Empty:
+                        return
+                    try:
+                        reports[docname, scheme] = CHECKS[scheme](chromium, site, screenshots, docname)
+                    except Exception as exc:  # noqa: BLE001  检查本身出错：记在这一页上，别的页照查
+                        reports[docname, scheme] = [f"检查没能做完：{type(exc).__name__}: {exc}"]
+            finally:
+                chromium.close()
+
+    threads = [threading.Thread(target=work, name=f"browser-{i}") for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return reports
+
+
+@pytest.mark.parametrize("docname", toc_docnames())
+def test_page_in_light_mode(page_reports, docname):
+    problems = page_reports[docname, "light"]
+    assert not problems, f"{docname}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("docname", toc_docnames())
+def test_page_in_dark_mode(page_reports, docname):
+    problems = page_reports[docname, "dark"]
     assert not problems, f"{docname}（深色）:\n" + "\n".join(problems)
 
 

@@ -140,3 +140,16 @@ def test_fast_chinese_splits_and_stems_exactly_like_sphinx(tmp_path):
         assert words_ours == words_sphinx, page.name
         assert [ours.stem(w) for w in words_ours] == [sphinx.stem(w) for w in words_sphinx], page.name
     SearchChinese.latin_terms = []
+
+
+def test_the_kernel_zygote_preloads_torch_only_for_pages_that_use_it():
+    """预执行的内核母体（tools/zygote.py）只在要执行的页面用到 torch（或 minigpt）时预先 import torch。"""
+    sys.path.insert(0, str(REPO / "tools"))
+    import zygote
+
+    assert zygote.preload_for(["print('你好')", "x = 1"]) == []
+    assert zygote.preload_for(["print(1)", "import torch\nprint(torch.ones(2))"]) == ["torch"]
+    assert zygote.preload_for(["from minigpt.attention import scaled_dot_product_attention"]) == ["torch"]
+    assert zygote.preload_for(["torchvision_like = 1"]) == []  # 只认整个词
+    pages = [p for p in (REPO / "book").glob("*.md") if "```{code-cell}" in p.read_text(encoding="utf-8")]
+    assert zygote.preload_for([p.read_text(encoding="utf-8") for p in pages]) == ["torch"]  # 本书的页面用到它

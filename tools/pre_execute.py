@@ -84,8 +84,9 @@ class _Worker:
 class Pool:
     """N 个预执行工作进程；用完（或被打断）时由 close() / children.stop_all() 结束。"""
 
-    def __init__(self, size: int, env: dict[str, str], logs: Path):
+    def __init__(self, size: int, env: dict[str, str], logs: Path, preload: list[str] = ()):
         self.env = env
+        self.preload = list(preload)  # 母体另外预先 import 的模块（zygote.preload_for）
         self.logs = logs  # 每个工作进程（和它的内核）的 stderr 写到这里；意外退出时打印末尾
         self.workers: list[_Worker] = []
         self.selector = selectors.DefaultSelector()
@@ -95,7 +96,7 @@ class Pool:
     def _spawn(self) -> _Worker:
         log = self.logs / f"worker-{len(list(self.logs.glob('worker-*.log')))}.log"
         with open(log, "wb") as stderr:
-            proc = children.popen([sys.executable, str(Path(__file__).resolve()), "--worker"],
+            proc = children.popen([sys.executable, str(Path(__file__).resolve()), "--worker", *self.preload],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                   env=self.env)
         worker = _Worker(proc, log=log)
@@ -179,13 +180,14 @@ def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, env: dict[str,
     cache = nbi.open_cache(cache_dir)
     history = _read_json(history_file) if history_file else {}
     hints = _read_json(HINTS)
-    todo = []
+    todo, code = [], []
     for page in pages:
         nb = nbi.read_notebook(page)
         if nb is None or nbi.is_cached(cache, nb):
             continue
         if any(c.cell_type == "code" for c in nb.cells):
             todo.append(page)
+            code += [c.source for c in nb.cells if c.cell_type == "code"]
         else:  # 没有代码单元的笔记本，执行前后完全一样：直接入缓存，省掉一次内核启动
             nbi.store(cache, nb, str(page))
     if len(todo) < 2 or workers < 2:  # 只有一页要跑、或只有一个 CPU 时并行没有好处，交给 Sphinx
@@ -202,7 +204,9 @@ def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, env: dict[str,
         nbi.store(cache, nbformat.read(out, as_version=4), str(page), seconds)
 
     with tempfile.TemporaryDirectory(prefix="pre-execute-", dir=cache_dir.parent) as scratch:
-        pool = Pool(workers, env, Path(scratch))
+        import zygote
+
+        pool = Pool(workers, env, Path(scratch), zygote.preload_for(code))
         try:
             timings = pool.run(todo, timeout, Path(scratch), on_done)
         except BaseException:  # 被打断（或出错）：先结束工作进程和内核，再删它们写文件的临时目录
@@ -215,8 +219,8 @@ def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, env: dict[str,
     return timings
 
 
-def worker_main() -> int:
-    """工作进程：按行读任务，执行页面，把笔记本写到任务给的文件，按行回报结果。"""
+def worker_main(preload: list[str]) -> int:
+    """工作进程：按行读任务，执行页面，把笔记本写到任务给的文件，按行回报结果。preload 交给母体（见 tools/zygote.py）。"""
     import nbformat
 
     nbi = nb_internals.load()
@@ -226,7 +230,7 @@ def worker_main() -> int:
     if os.environ.get("BOOK_KERNEL_PRELOAD", "1") != "0":  # 见 tools/zygote.py；设为 0 则每页照常启动内核
         import zygote
 
-        zygote.ACTIVE = zygote.Zygote()  # 与第一页的读取同时 import torch
+        zygote.ACTIVE = zygote.Zygote(preload)  # 与第一页的读取同时 import torch
         manager = zygote.kernel_manager_class()
     for line in sys.stdin:
         job = json.loads(line)
@@ -250,5 +254,5 @@ def worker_main() -> int:
     return 0
 
 
-if __name__ == "__main__" and sys.argv[1:] == ["--worker"]:
-    sys.exit(worker_main())
+if __name__ == "__main__" and sys.argv[1:2] == ["--worker"]:
+    sys.exit(worker_main(sys.argv[2:]))

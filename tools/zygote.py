@@ -4,8 +4,10 @@
 `import torch`（这台机器上单是 torch 就要约 2 秒 CPU）。九页就是九遍。这里的做法与 Android 的 zygote、
 Python 的 forkserver 相同：
 
-- 每个预执行工作进程先启动一个母体进程（`python tools/zygote.py`），它只做一件事：import `PRELOAD` 里的模块
-  （torch、IPython、ipykernel 的内核程序；不 import matplotlib，绘图后端仍由内核按原样设置），然后等待请求。
+- 每个预执行工作进程先启动一个母体进程（`python tools/zygote.py [torch]`），它只做一件事：import `PRELOAD`
+  里的模块（IPython、ipykernel 的内核程序），页面用到 torch 时再加上 torch（`preload_for`：要执行的页面里
+  有一页的代码提到 torch 或 minigpt；测试用的小书多半用不到它，不必为它花 2 秒 CPU）；不 import matplotlib，
+  绘图后端仍由内核按原样设置。然后等待请求。
   母体不执行任何页面的代码、不建 zmq 上下文、不开线程。
 - 要启动内核时，jupyter_client 照常准备好连接文件和命令行（`python -m ipykernel_launcher -f 连接文件`）；
   `ZygoteKernelManager` 在 jupyter_client 留给子类的位置（`_async_launch_kernel`）把这条命令交给母体，
@@ -22,15 +24,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-# 母体预先 import 的模块：页面都会用到、又最贵的那几个
-PRELOAD = ("torch", "IPython", "ipykernel.kernelapp")
+# 母体预先 import 的模块：每个内核都要的那几个；页面用到 torch 时再加上它（preload_for）
+PRELOAD = ("IPython", "ipykernel.kernelapp")
 LAUNCHER = ["-m", "ipykernel_launcher"]
+USES_TORCH = re.compile(r"\b(torch|minigpt)\b")
+
+
+def preload_for(code: list[str]) -> list[str]:
+    """除 PRELOAD 之外还要预先 import 的模块：要执行的代码（各页代码单元的源码）里提到 torch 或 minigpt 时是 torch。
+    只影响快慢：内核里照样 import，页面看到的状态与照常启动的内核相同。"""
+    return ["torch"] if any(USES_TORCH.search(source) for source in code) else []
 
 
 def _kernel_child(request: dict) -> None:
@@ -72,13 +82,13 @@ def _kernel_child(request: dict) -> None:
 
 
 def serve() -> int:
-    """母体：import PRELOAD，然后按请求 fork 内核。"""
+    """母体：import 命令行上的模块与 PRELOAD，然后按请求 fork 内核。"""
     import importlib
 
     script_dir = str(Path(__file__).resolve().parent)
     if sys.path and sys.path[0] == script_dir:  # 与 ipykernel_launcher 一样，不把脚本所在目录留在 sys.path 上
         del sys.path[0]
-    for name in PRELOAD:
+    for name in (*sys.argv[1:], *PRELOAD):
         importlib.import_module(name)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # 结束的内核由系统自动收割
     replies = os.fdopen(os.dup(1), "w", buffering=1)
@@ -153,8 +163,8 @@ class ForkedKernel:
 class Zygote:
     """工作进程这一侧：启动母体，请它 fork 内核。"""
 
-    def __init__(self, env: dict[str, str] | None = None):
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve())],
+    def __init__(self, preload: list[str] = (), env: dict[str, str] | None = None):
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *preload],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
 
     def fork_kernel(self, argv: list[str], env: dict[str, str], cwd: str) -> int:
