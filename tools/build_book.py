@@ -98,16 +98,23 @@ def build_env(root: Path) -> dict[str, str]:
     return env
 
 
-def warm_up(env: dict[str, str]) -> None:
-    """预先建立 matplotlib 字体缓存，免得第一次 import 的提示写进页面的 stderr。"""
+def warm_up(env: dict[str, str]):
+    """预先建立 matplotlib 字体缓存，免得第一次 import 的提示写进页面的 stderr。
+
+    只在缓存还没有时做（冷构建），而且在后台做：返回一个函数，第一个内核开始执行页面之前调用它，
+    等字体缓存建好（这一秒多与检查执行缓存、读页面同时进行，那时另一个 CPU 正闲着）。"""
     config_dir = Path(env["MPLCONFIGDIR"])
     if list(config_dir.glob("fontlist-*.json")):  # 缓存已经建好
-        return
+        return lambda: None
     config_dir.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-c", "import matplotlib.pyplot"],
-        env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    proc = children.popen([sys.executable, "-c", "import matplotlib.pyplot"], env=env,
+                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def wait() -> None:
+        if proc.wait() != 0:
+            raise subprocess.CalledProcessError(proc.returncode, proc.args)
+
+    return wait
 
 
 def toc_pages(root: Path, toc: Path) -> list[Path]:
@@ -274,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             publish_pdf(build_dir, root)
         return 0
 
-    warm_up(env)
+    fonts_ready = warm_up(env)
     os.environ.update(env)  # 预执行的内核与 Sphinx 的内核用同样的环境
     cache_rebuilt = ensure_cache_usable(build_dir / ".jupyter_cache")
     timings["phases"]["准备"] = time.perf_counter() - clock
@@ -283,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     clock = time.perf_counter()
     page_times = pre_execute(pages, build_dir / ".jupyter_cache",
                              int(config.get("execute", {}).get("timeout", 30)), env, args.workers,
-                             history_file=build_dir / ".page-seconds.json")
+                             history_file=build_dir / ".page-seconds.json", before_first_page=fonts_ready)
+    fonts_ready()  # 没有预执行时（只有一页、或只有一个 CPU），Sphinx 执行页面之前
     timings["phases"]["预执行"] = time.perf_counter() - clock
     timings["pages"] = [{"page": Path(t.page).name, "seconds": t.seconds, "kernel_seconds": t.kernel_seconds,
                          "cell_seconds": t.cell_seconds, "ok": t.ok} for t in page_times]

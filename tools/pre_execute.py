@@ -119,8 +119,10 @@ class Pool:
             self._retire(worker)
         self.selector.close()
 
-    def run(self, pages: list[Path], timeout: int, scratch: Path, on_done) -> list[PageTiming]:
-        """执行 pages（已排好先后），每完成一页调用 on_done(page, 输出文件或 None)。"""
+    def run(self, pages: list[Path], timeout: int, scratch: Path, on_done,
+            before_first_page=lambda: None) -> list[PageTiming]:
+        """执行 pages（已排好先后），每完成一页调用 on_done(page, 输出文件或 None)。
+        派出第一页之前调用 before_first_page()（工作进程此时已在启动、预先 import torch）。"""
         queue = list(pages)
         timings: list[PageTiming] = []
 
@@ -134,6 +136,7 @@ class Pool:
             worker.proc.stdin.write((json.dumps(job) + "\n").encode())
             worker.proc.stdin.flush()
 
+        before_first_page()
         for worker in list(self.workers):
             dispatch(worker)
         while any(w.page is not None for w in self.workers):
@@ -173,8 +176,10 @@ def _read_json(path: Path) -> dict:
 
 
 def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, env: dict[str, str],
-                workers: int | None = None, history_file: Path | None = None) -> list[PageTiming]:
-    """把执行缓存里还没有的页面并行执行好并存入缓存；返回每页的计时（没有并行执行时为空）。"""
+                workers: int | None = None, history_file: Path | None = None,
+                before_first_page=lambda: None) -> list[PageTiming]:
+    """把执行缓存里还没有的页面并行执行好并存入缓存；返回每页的计时（没有并行执行时为空）。
+    before_first_page：第一页开始执行之前要等的事（构建脚本的字体缓存）。"""
     nbi = nb_internals.load()
     workers = workers or cpu_workers()
     cache = nbi.open_cache(cache_dir)
@@ -208,7 +213,7 @@ def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, env: dict[str,
 
         pool = Pool(workers, env, Path(scratch), zygote.preload_for(code))
         try:
-            timings = pool.run(todo, timeout, Path(scratch), on_done)
+            timings = pool.run(todo, timeout, Path(scratch), on_done, before_first_page)
         except BaseException:  # 被打断（或出错）：先结束工作进程和内核，再删它们写文件的临时目录
             children.stop_all(pool.known())
             raise
