@@ -53,3 +53,49 @@ def test_probe_detects_a_damaged_cache_database(tmp_path, damage):
 
 def test_worker_count_comes_from_the_cpus_this_process_may_use():
     assert build_book.cpu_workers() == len(os.sched_getaffinity(0))
+
+
+def _stored_cache(tmp_path):
+    """一个存了一页笔记本的执行缓存。"""
+    import nbformat
+
+    nbi = nb_internals.load()
+    cache_dir = tmp_path / ".jupyter_cache"
+    cache = nbi.open_cache(cache_dir)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nbi, cache_dir, cache, nb
+
+
+def test_a_cache_record_without_its_notebook_file_is_reported_and_discarded(tmp_path):
+    """jupyter-cache 先提交记录、再写文件：写到一半的进程被结束，就留下没有文件的记录（myst-nb 读它时抛 KeyError）。"""
+    nbi, cache_dir, cache, nb = _stored_cache(tmp_path)
+    nbi.store(cache, nb, str(tmp_path / "a.md"))
+    assert nbi.probe_cache(cache_dir) is None
+    (record,) = cache.list_cache_records()
+    cache._get_notebook_path_cache(record.hashkey).unlink()
+    reason = nbi.probe_cache(cache_dir)
+    assert reason and "没有对应的笔记本文件" in reason and "\n" not in reason
+    assert build_book.ensure_cache_usable(cache_dir) is True and not cache_dir.exists()
+
+
+def test_ctrl_c_while_storing_waits_until_the_notebook_file_is_written(tmp_path, monkeypatch):
+    """写缓存时到来的 SIGINT 在写完之后才处理：记录和文件要么都在，要么都不在。"""
+    import signal
+
+    nbi, cache_dir, cache, nb = _stored_cache(tmp_path)
+    real = cache.cache_notebook_bundle
+
+    def interrupted_midway(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # 信号正好落在写缓存的中间
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cache, "cache_notebook_bundle", interrupted_midway)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            nbi.store(cache, nb, str(tmp_path / "a.md"))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert len(cache.list_cache_records()) == 1
+    assert nbi.probe_cache(cache_dir) is None  # 记录与文件都在

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -99,10 +100,17 @@ class Internals:
         return True
 
     def store(self, cache: Any, nb: Any, uri: str, seconds: float | None = None) -> None:
-        """把执行好的笔记本写进缓存（覆盖同一键下的旧记录）。"""
+        """把执行好的笔记本写进缓存（覆盖同一键下的旧记录）。
+
+        jupyter-cache 先提交数据库记录、再写笔记本文件：中间被 Ctrl-C 打断，就留下一条没有文件的记录，
+        下一次构建里 myst-nb 读它时抛 KeyError。所以写缓存的这一小段里 SIGINT、SIGTERM 先挂起，写完再处理。"""
         data = {} if seconds is None else {"execution_seconds": seconds}
-        cache.cache_notebook_bundle(self._bundle(nb, uri, data=data),
-                                    check_validity=False, overwrite=True)
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            cache.cache_notebook_bundle(self._bundle(nb, uri, data=data),
+                                        check_validity=False, overwrite=True)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def probe_cache(self, cache_dir: Path) -> str | None:
         """真正查询一次缓存数据库；能用返回 None，损坏时返回一句原因（不抛异常）。
@@ -114,10 +122,14 @@ class Internals:
             return None
         try:
             cache = self.open_cache(cache_dir)
-            cache.list_cache_records()
+            records = cache.list_cache_records()
             cache.list_project_records()
         except Exception as exc:  # noqa: BLE001  缓存是可丢弃的：任何查询失败都当作损坏
             return f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
+        # 有记录、没有笔记本文件：写缓存的进程在两步之间被结束了（例如 Sphinx 执行完一页、正写缓存时被 SIGKILL）
+        for record in records:
+            if not cache._get_notebook_path_cache(record.hashkey).is_file():
+                return f"记录 {record.pk}（{record.uri}）没有对应的笔记本文件"
         return None
 
 
