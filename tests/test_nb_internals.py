@@ -80,22 +80,33 @@ def test_a_cache_record_without_its_notebook_file_is_reported_and_discarded(tmp_
 
 
 def test_ctrl_c_while_storing_waits_until_the_notebook_file_is_written(tmp_path, monkeypatch):
-    """写缓存时到来的 SIGINT 在写完之后才处理：记录和文件要么都在，要么都不在。"""
+    """构建脚本的信号处理（tools/children.py）下，写缓存时到来的 SIGINT 在写完之后才处理：记录和文件都在。
+    进程里另有线程时也一样（信号可能交给任何一个线程，处理函数却总在主线程里运行）。"""
     import signal
+    import threading
+
+    import children
 
     nbi, cache_dir, cache, nb = _stored_cache(tmp_path)
     real = cache.cache_notebook_bundle
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)  # 另一个线程
+    other.start()
 
     def interrupted_midway(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGINT)  # 信号正好落在写缓存的中间
+        for _ in range(100):  # 给处理函数足够的机会在这里运行
+            sum(range(1000))
         return real(*args, **kwargs)
 
     monkeypatch.setattr(cache, "cache_notebook_bundle", interrupted_midway)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous = {s: signal.signal(s, children._raise) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(children.Interrupted):
             nbi.store(cache, nb, str(tmp_path / "a.md"))
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        stop.set()
     assert len(cache.list_cache_records()) == 1
     assert nbi.probe_cache(cache_dir) is None  # 记录与文件都在

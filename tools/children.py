@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -44,11 +45,34 @@ class Interrupted(BaseException):
         return 128 + self.signum  # 130（SIGINT）、143（SIGTERM）：与 shell 的约定一致
 
 
+_held: list[int] | None = None  # held() 里到来、还没处理的信号
+
+
 def _raise(signum, _frame) -> None:
     # 收尾期间再来的信号一律忽略：收尾本身只需几秒
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if _held is not None:  # 正在一段不能被打断的操作里：记下，做完再抛
+        _held.append(signum)
+        return
     raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def held():
+    """这一段里到来的 SIGINT / SIGTERM 先记下，这一段做完再抛 Interrupted（例如写执行缓存：记录与文件要么都写好，
+    要么都没写）。信号处理函数总在主线程里运行，所以与进程里有没有别的线程无关。"""
+    global _held
+    if _held is not None:  # 已经在外层的 held() 里
+        yield
+        return
+    _held = []
+    try:
+        yield
+    finally:
+        pending, _held = _held, None
+    if pending:
+        raise Interrupted(pending[0])
 
 
 def install_handlers() -> None:

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import shutil
-import signal
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -103,14 +102,14 @@ class Internals:
         """把执行好的笔记本写进缓存（覆盖同一键下的旧记录）。
 
         jupyter-cache 先提交数据库记录、再写笔记本文件：中间被 Ctrl-C 打断，就留下一条没有文件的记录，
-        下一次构建里 myst-nb 读它时抛 KeyError。所以写缓存的这一小段里 SIGINT、SIGTERM 先挂起，写完再处理。"""
+        下一次构建里 myst-nb 读它时抛 KeyError。所以构建脚本的信号处理在这一小段里先记下信号，写完再处理
+        （children.held）。"""
+        import children
+
         data = {} if seconds is None else {"execution_seconds": seconds}
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
+        with children.held():
             cache.cache_notebook_bundle(self._bundle(nb, uri, data=data),
                                         check_validity=False, overwrite=True)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def probe_cache(self, cache_dir: Path) -> str | None:
         """真正查询一次缓存数据库；能用返回 None，损坏时返回一句原因（不抛异常）。
