@@ -108,18 +108,57 @@ def make_mini_book(tmp: Path, pages: dict[str, str], config_changes: dict | None
 KERNEL_FIXTURES = {"built_book", "graded", "fresh_kernel", "fresh_venv"}
 
 
+# ---- 两个工作进程（make test 用 pytest-xdist 的 -n 2 --dist loadgroup） ----
+# 同一组的测试在同一个工作进程里依次运行。默认一个模块一组：模块级的夹具（浏览器、批改结果）只建一次。
+# 几个模块要合成一组：批改程序的三个模块都在沙箱用户下起进程、又从 /proc 查剩下的进程，同时跑会看见彼此；
+# 用全新虚拟环境（fresh_venv）的三个模块往同一个环境里装各自那一份本书的包，必须一个接一个
+SHARED_GROUPS = {
+    "test_homework_grade": "grader", "test_grading_sandbox": "grader", "test_grading_threads": "grader",
+    "test_notebooks": "fresh-venv", "test_homework_bundle": "fresh-venv", "test_release": "fresh-venv",
+}
+# 先派最久的组（上次 make test 的 --durations 按组相加），免得最后只剩一个进程在跑一个长组；其余按收集顺序
+LONGEST_FIRST = ("test_build_is_a_test", "test_browser", "grader", "fresh-venv", "test_interactive_browser",
+                 "test_appendix", "test_pdf", "test_exercise_code", "test_code_cells", "test_stale_output")
+
+
+def xdist_group(item) -> str:
+    module = Path(str(item.fspath)).stem
+    return SHARED_GROUPS.get(module, module)
+
+
 def pytest_collection_modifyitems(items):
-    """用到上面这些夹具的测试会启动内核：自动带上 kernel 标记（整本书构建另带 book），make unit 不跑它们。"""
+    """用到上面这些夹具的测试会启动内核：自动带上 kernel 标记（整本书构建另带 book），make unit 不跑它们。
+    每个测试带上它的 xdist 组（见 SHARED_GROUPS），最久的组排在最前。"""
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         if used & KERNEL_FIXTURES:
             item.add_marker(pytest.mark.kernel)
         if "built_book" in used:
             item.add_marker(pytest.mark.book)
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+    rank = {group: i for i, group in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(xdist_group(item), len(rank)))  # 稳定排序：组内与其余的顺序不变
+
+
+def once_per_run(tmp_path_factory, name: str, make):
+    """整个测试运行只做一次 make()，几个工作进程共用它的结果（一个 JSON 能表达的值）。
+
+    pytest-xdist 下每个工作进程各有一份会话级夹具；整本书与 PDF 却是构建在仓库的 _build/ 里的，只能构建一次。
+    第一个要它的进程拿着文件锁去构建，别的进程等锁、再读它写下的结果。不用 xdist 时直接 make()。"""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return make()
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent  # 这一次运行的所有工作进程共用的临时目录
+    done = shared / f"{name}.json"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            done.write_text(json.dumps(make(), ensure_ascii=False), encoding="utf-8")
+        return json.loads(done.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="session")
-def built_book() -> BuildResult:
+def built_book(tmp_path_factory) -> BuildResult:
     """整本书从全新的 Sphinx 环境构建一次（--fresh），供所有检查渲染结果的测试共用。
 
     开发时可设环境变量 BOOK_PREBUILT=<--out 目录>，改用已有的、成功的构建（CI 不设它）。
@@ -130,10 +169,20 @@ def built_book() -> BuildResult:
         if not (out / "_build" / ".last-html-ok").exists():
             pytest.fail(f"BOOK_PREBUILT={out} 下没有一次成功的 HTML 构建")
         return BuildResult(out, None, "(prebuilt)")
-    result = run_build(REPO, "--fresh")
+    result = shared_build(tmp_path_factory, "built_book", "--fresh")
     if result.returncode != 0:
         pytest.fail(f"整本书构建失败（退出码 {result.returncode}）:\n{result.output[-8000:]}")
     return result
+
+
+def shared_build(tmp_path_factory, name: str, *extra: str) -> BuildResult:
+    """在仓库里运行一次构建脚本，这次测试运行的所有工作进程共用它（见 once_per_run）。"""
+    def build():
+        result = run_build(REPO, *extra)
+        return {"returncode": result.returncode, "output": result.output}
+
+    done = once_per_run(tmp_path_factory, name, build)
+    return BuildResult(REPO, done["returncode"], done["output"])
 
 
 # ---- 仓库之外的全新虚拟环境（作业包、读者笔记本、sdist 的测试共用一个） ----

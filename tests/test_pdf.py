@@ -41,7 +41,7 @@ NUMBER = re.compile(r"-?\d+\.\d{3,}")
 # ---------------------------------------------------------------- 构建与读取
 
 @pytest.fixture(scope="session")
-def built_pdf(built_book) -> BuildResult:
+def built_pdf(built_book, tmp_path_factory) -> BuildResult:
     deps = subprocess.run(["bash", str(REPO / "tools" / "system_deps.sh"), "check", "pdf"],
                           capture_output=True, text=True)
     if deps.returncode != 0:
@@ -50,7 +50,7 @@ def built_pdf(built_book) -> BuildResult:
         if not (built_book.root / "_build" / ".last-pdflatex-ok").exists():
             pytest.fail(f"BOOK_PREBUILT={built_book.root} 下没有一次成功的 PDF 构建")
         return built_book
-    result = run_build(REPO, "--builder", "pdflatex")
+    result = shared_build(tmp_path_factory, "built_pdf", "--builder", "pdflatex")
     if result.returncode != 0:
         pytest.fail(f"PDF 构建失败（退出码 {result.returncode}）:\n{result.output[-8000:]}")
     return result
