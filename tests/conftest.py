@@ -108,7 +108,7 @@ def make_mini_book(tmp: Path, pages: dict[str, str], config_changes: dict | None
 KERNEL_FIXTURES = {"built_book", "graded", "fresh_kernel", "fresh_venv"}
 
 
-# ---- 两个工作进程（make test 用 pytest-xdist 的 -n 2 --dist loadgroup） ----
+# ---- 两个工作进程（make test 用 pytest-xdist：-n 2 --dist loadscope，按下面的分组） ----
 # 同一组的测试在同一个工作进程里依次运行。默认一个模块一组：模块级的夹具（浏览器、批改结果）只建一次。
 # 几个模块要合成一组：批改程序的三个模块都在沙箱用户下起进程、又从 /proc 查剩下的进程，同时跑会看见彼此；
 # 用全新虚拟环境（fresh_venv）的三个模块往同一个环境里装各自那一份本书的包，必须一个接一个
@@ -121,23 +121,41 @@ LONGEST_FIRST = ("test_build_is_a_test", "test_browser", "grader", "fresh-venv",
                  "test_appendix", "test_pdf", "test_exercise_code", "test_code_cells", "test_stale_output")
 
 
-def xdist_group(item) -> str:
-    module = Path(str(item.fspath)).stem
+def group_of(nodeid: str) -> str:
+    """测试所在的组：tests/test_x.py::test_y[...] → SHARED_GROUPS 里它的模块所在的组，否则就是模块名。"""
+    module = Path(nodeid.split("::", 1)[0]).stem
     return SHARED_GROUPS.get(module, module)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadscope 时按 group_of 分组（xdist 的 loadscope 只认模块）。
+
+    没有用 xdist 自带的 --dist loadgroup 加 xdist_group 标记：xdist 3.8 靠改写测试的 nodeid 传递分组，
+    pytest 9.2 的 nodeid 改不动了，分组悄悄失效（pytest-xdist issue #1386）。loadscope 的调度器只通过
+    _split_scope 决定分组，xdist 自己的 loadgroup、loadfile 也是这样改它的。"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BookGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return BookGroups(config, log)
 
 
 def pytest_collection_modifyitems(items):
     """用到上面这些夹具的测试会启动内核：自动带上 kernel 标记（整本书构建另带 book），make unit 不跑它们。
-    每个测试带上它的 xdist 组（见 SHARED_GROUPS），最久的组排在最前。"""
+    最久的组排在最前（xdist 按收集顺序派组）。"""
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         if used & KERNEL_FIXTURES:
             item.add_marker(pytest.mark.kernel)
         if "built_book" in used:
             item.add_marker(pytest.mark.book)
-        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
     rank = {group: i for i, group in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(xdist_group(item), len(rank)))  # 稳定排序：组内与其余的顺序不变
+    items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))  # 稳定排序：组内与其余的顺序不变
 
 
 def once_per_run(tmp_path_factory, name: str, make):

@@ -61,6 +61,49 @@ def test_two_workers_make_a_shared_build_once_and_both_get_its_result(tmp_path):
     assert seen[0][1] == seen[1][1], seen                                    # 拿到的是同一个结果
 
 
+GROUPING_CONFTEST = f'''
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("book_conftest", {str(REPO / "tests" / "conftest.py")!r})
+book_conftest = importlib.util.module_from_spec(spec)
+sys.modules["book_conftest"] = book_conftest
+spec.loader.exec_module(book_conftest)
+pytest_xdist_make_scheduler = book_conftest.pytest_xdist_make_scheduler  # 本书的分组
+'''
+
+GROUPED_TEST = '''
+import json, os, pytest
+
+@pytest.mark.parametrize("i", range(3))
+def test_where(i):
+    with open(os.environ["SEEN_LOG"], "a") as log:
+        log.write(json.dumps([__name__, os.environ["PYTEST_XDIST_WORKER"]]) + "\\n")
+'''
+
+
+def test_under_loadscope_a_group_runs_in_one_worker(tmp_path):
+    """make test 的命令行（-n 2 --dist loadscope）加上本书 conftest 的调度器：批改程序的两个模块的 6 个测试
+    都在同一个工作进程里，另一个模块的 3 个测试也都在一个进程里。调度器若没起作用，xdist 按模块分组，
+    两个批改模块会先后派给两个进程。"""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(GROUPING_CONFTEST, encoding="utf-8")
+    for module in ("test_homework_grade", "test_grading_sandbox", "test_something_else"):
+        (suite / f"{module}.py").write_text(GROUPED_TEST, encoding="utf-8")
+    seen_log = tmp_path / "seen.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+                           "--dist", "loadscope", "--basetemp", str(tmp_path / "tmp"), str(suite)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "SEEN_LOG": str(seen_log)}, cwd=suite)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    workers: dict[str, set[str]] = {}
+    for line in seen_log.read_text().splitlines():
+        module, worker = json.loads(line)
+        group = "grader" if module in ("test_homework_grade", "test_grading_sandbox") else module
+        workers.setdefault(group, set()).add(worker)
+    assert sorted(workers) == ["grader", "test_something_else"], workers
+    assert all(len(w) == 1 for w in workers.values()), workers
+
+
 def test_modules_that_share_sandbox_users_or_a_fresh_venv_are_grouped():
     """批改程序的模块同在一组（都在沙箱用户下起进程，又都从 /proc 里找剩下的进程）；用全新虚拟环境的模块
     同在一组（往同一个环境里装包）。每个被点名的模块都真的存在、也真的用到那样东西。"""
