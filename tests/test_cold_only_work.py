@@ -84,6 +84,20 @@ def test_a_changed_package_gets_a_new_wheel_and_the_old_cache_goes(book_with_pac
     assert [p.name for p in new.parent.parent.iterdir()] == [new.parent.name]  # 没有留下 .part
 
 
+def test_a_failed_build_still_waits_for_the_background_wheel(book_with_package, counted_wheels):
+    """Sphinx 因为异常结束时（build-finished 带着 exception，不写作业包），也要等后台打包的线程结束：
+    不然它的 pip wheel 子进程比构建多活一两秒，还在往 _build 里写。"""
+    calls, release = counted_wheels
+    app = fake_app(book_with_package)
+    homework_bundle.start_wheel(app)
+    job, joined = app._book_wheel_job, []
+    real_join = job.join
+    job.join = lambda *args: (joined.append(True), real_join(*args))
+    release.set()
+    homework_bundle.write_bundle(app, RuntimeError("读到一半出错"))
+    assert joined and not job.is_alive() and calls == ["minigpt-wheel"]
+
+
 def test_no_background_wheel_for_the_pdf_or_a_book_without_the_package(tmp_path, book_with_package):
     pdf = fake_app(book_with_package, fmt="latex")
     homework_bundle.start_wheel(pdf)

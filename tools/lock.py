@@ -59,9 +59,17 @@ def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, check=True, **kw)
 
 
+def site_packages(python: Path) -> str:
+    return subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
 def freeze(python: Path) -> str:
-    """环境里的全部包（含 pip 自己），不含可编辑安装的 minigpt。"""
-    return run([str(python), "-m", "pip", "freeze", "--all", "--exclude-editable"],
+    """环境里的全部包（含 pip 自己），不含可编辑安装的 minigpt。
+
+    只看环境自己的 site-packages（--path）：可编辑安装把仓库的 src/ 放上了 sys.path，那里留着的旧元数据
+    （比如改名之前的 src/minigpt.egg-info）会被当成一个装好的包，写进锁里。"""
+    return run([str(python), "-m", "pip", "freeze", "--all", "--exclude-editable", "--path", site_packages(python)],
                capture_output=True, text=True).stdout
 
 
@@ -74,8 +82,7 @@ def new_venv(path: Path) -> Path:
 def compile_all(python: Path) -> None:
     """把环境的 site-packages 编译成 .pyc（-j 0：用上所有的核）。个别包自带的、别的 Python 版本才能读的文件
     编译不了，pip 自己编译时也是跳过它们不报错，这里同样不看 compileall 的退出码。"""
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    site = site_packages(python)
     print(f"[lock] {python} -m compileall -q -j 0 {site}", flush=True)
     subprocess.run([str(python), "-m", "compileall", "-qq", "-j", "0", site],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -170,11 +170,16 @@ def site_wheel(app) -> Path | None:
     """本书的 wheel（作业包和读者笔记本包共用）；书里没有 src/minigpt 时返回 None。打包失败抛出 RuntimeError。"""
     if not _has_package(app):
         return None
+    wait_for_wheel(app)
+    return cached_wheel(Path(app.confdir), Path(app.outdir).parent)
+
+
+def wait_for_wheel(app) -> None:
+    """等后台的打包线程（start_wheel）结束；没有在打包时立即返回。"""
     job = getattr(app, "_book_wheel_job", None)
     if job is not None:
         job.join()
         app._book_wheel_job = None
-    return cached_wheel(Path(app.confdir), Path(app.outdir).parent)
 
 
 def build_bundle(root: Path, target: Path, python: str = sys.executable, wheel: Path | None = None) -> Path:
@@ -194,8 +199,10 @@ def build_bundle(root: Path, target: Path, python: str = sys.executable, wheel: 
 
 
 def write_bundle(app, exception) -> None:
-    """build-finished：HTML 构建成功、且书里有作业页时，把作业包放到网站根目录（内容没变时用缓存）。"""
+    """build-finished：HTML 构建成功、且书里有作业页时，把作业包放到网站根目录（内容没变时用缓存）。
+    构建失败或没有作业页时也等后台打包结束：它的 pip 子进程不能比 Sphinx 活得久。"""
     if exception is not None or app.builder.format != "html" or HOMEWORK_DOC not in app.env.found_docs:
+        wait_for_wheel(app)
         return
     from sphinx.util import logging
 
