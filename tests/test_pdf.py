@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 import golden as G
-from conftest import REPO, BuildResult, build_book, run_build, toc_docnames
+from conftest import REPO, BuildResult, build_book, run_build, shared_build, toc_docnames
 from pagekit import load_path
 
 pytestmark = [pytest.mark.book, pytest.mark.pdf]  # 要构建整本书（HTML 与 PDF）
