@@ -286,11 +286,20 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    """浏览器翻页或关掉页面时会掐断还没传完的请求：那是正常的，不在测试输出里打印一段 BrokenPipeError 的回溯。
+    别的错误照常打印。"""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 @pytest.fixture(scope="module")
 def site(built_book):
     """在 127.0.0.1 的空闲端口上提供 _build/html，返回根地址。"""
     handler = functools.partial(QuietHandler, directory=str(built_book.html))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = QuietServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
