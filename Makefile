@@ -34,7 +34,7 @@ test: setup
 	@tools/system_deps.sh install pdf
 	@tools/system_deps.sh install browser
 	@tools/system_deps.sh install grade
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=25
 
 # 编辑—测试循环用的快速测试：不构建书、不启动内核、不建虚拟环境的那部分（一分钟以内）
 unit: setup

@@ -19,7 +19,7 @@ import children  # tools/：构建脚本结束子进程的办法，这里用它�
 
 import pytest
 
-from conftest import BUILD_SCRIPT, FAILING_PAGES, make_mini_book, run_build
+from conftest import BUILD_SCRIPT, FAILING_PAGES, ctrl_c_reaches_it, make_mini_book, run_build
 from pagekit import load_path
 
 pytestmark = [pytest.mark.book, pytest.mark.kernel]  # 构建小书：每页启动一个内核
@@ -194,7 +194,7 @@ def _interrupt(root: Path, marker: Path, signum: int, *args: str, whole_group: b
     env = dict(os.environ, BOOK_TEST_MARKER=str(marker))
     proc = subprocess.Popen([sys.executable, str(BUILD_SCRIPT), "--root", str(root), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, env=env)
+                            start_new_session=True, env=env, preexec_fn=ctrl_c_reaches_it)
     seen: list[str] = []
     _wait_for(marker, proc, seen)
     tree = children.descendants(proc.pid)

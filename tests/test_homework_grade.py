@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import REPO
+from conftest import REPO, ctrl_c_reaches_it
 
 SUBMISSIONS = REPO / "tests" / "fixtures" / "submissions"
 TIMEOUT = 4
@@ -530,7 +530,7 @@ def test_an_interrupted_run_keeps_a_valid_report_and_resume_finishes_it(tmp_path
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     base = [sys.executable, "-m", "minigpt.grade", *files, "--json", str(report), "--jobs", "1"]
     proc = subprocess.Popen(base + ["--timeout", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, cwd=tmp_path)
+                            text=True, env=env, cwd=tmp_path, preexec_fn=ctrl_c_reaches_it)
     try:
         while proc.poll() is None:   # 等报告里出现第一份
             try:

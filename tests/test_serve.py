@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from conftest import FAILING_PAGES, REPO, make_mini_book
+from conftest import FAILING_PAGES, REPO, ctrl_c_reaches_it, make_mini_book
 
 pytestmark = [pytest.mark.book, pytest.mark.kernel]
 
@@ -37,7 +37,8 @@ def test_serve_rebuilds_through_the_build_script_and_serves_the_new_page(tmp_pat
         "book/all_good": (FAILING_PAGES / "all_good.md").read_text(encoding="utf-8"),
     })
     proc = subprocess.Popen([sys.executable, str(REPO / "tools" / "serve.py"), "--root", str(root), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=ctrl_c_reaches_it)
     log: list[str] = []
     try:
         url = None

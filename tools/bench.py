@@ -74,6 +74,7 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, str(root / "tools" / "serve.py"), "--root", str(root), "--port", "0"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # stop() 的 Ctrl-C 要到得了它
         )
         self.log: list[str] = []
         for line in self.proc.stdout:
