@@ -362,8 +362,15 @@ print('默认类型', torch.get_default_dtype(), '上一页留下的名字', 'le
 print('argv0', sys.argv[0])
 print('path', [p for p in sys.path if 'pytest-of' not in p])
 print('env', sorted(k for k in os.environ if not k.startswith(('JPY_SESSION', 'PYTEST'))))
+print('MPLBACKEND', os.environ.get('MPLBACKEND'))
 torch.manual_seed(42)
-print(torch.randn(3))"""
+print(torch.randn(3))
+import matplotlib
+print('rcParams', sorted((k, repr(v)) for k, v in matplotlib.rcParams.items() if k != 'backend'))
+import matplotlib.pyplot as plt
+print('后端', matplotlib.get_backend())
+plt.plot([3, 1, 2])
+plt.title('drawn in the kernel')"""
 
 
 def test_each_page_gets_a_fresh_kernel_that_matches_a_normally_started_one(tmp_path):
@@ -374,7 +381,8 @@ def test_each_page_gets_a_fresh_kernel_that_matches_a_normally_started_one(tmp_p
              "a": _code_page("甲", "import torch\ntorch.set_default_dtype(torch.float64)\nleft_behind = 1\n"
                                    "print('甲页', torch.get_default_dtype())"),
              "b": _code_page("乙", KERNEL_FACTS),
-             "c": _code_page("丙", "import sys\nprint('torch 已经载入', 'torch' in sys.modules)")}
+             "c": _code_page("丙", "import sys\nprint('torch 已经载入', 'torch' in sys.modules,"
+                                   " 'matplotlib 已经载入', 'matplotlib' in sys.modules)")}
     outputs = {}
     for preload in ("1", "0"):
         (tmp_path / preload).mkdir()
@@ -386,8 +394,11 @@ def test_each_page_gets_a_fresh_kernel_that_matches_a_normally_started_one(tmp_p
         assert "并行预执行 3 页" in proc.stdout
         # 丙页在 import 之前看 sys.modules：母体确实预先载入了 torch（否则这个测试什么也没测）
         preloaded = load_path(root / "_build" / "html" / "c.html").text
-        assert f"torch 已经载入 {preload == '1'}" in preloaded, preloaded
-        outputs[preload] = load_path(root / "_build" / "html" / "b.html").text
+        assert f"torch 已经载入 {preload == '1'} matplotlib 已经载入 {preload == '1'}" in preloaded, preloaded
+        b_page = load_path(root / "_build" / "html" / "b.html")
+        # inline 后端的钩子在内核里：单元结束时图照常显示（母体若 import 了 inline 后端，钩子丢失，图就不见了）
+        assert any("_images/" in src for src in b_page.imgs), f"乙页的图没有显示（BOOK_KERNEL_PRELOAD={preload}）"
+        outputs[preload] = b_page.text
         outputs[preload] = outputs[preload].replace(str(tmp_path / preload), "<root>")
     assert "默认类型 torch.float32 上一页留下的名字 False" in outputs["1"], outputs["1"]
     assert outputs["1"] == outputs["0"]

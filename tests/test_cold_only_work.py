@@ -156,14 +156,18 @@ def test_fast_chinese_splits_and_stems_exactly_like_sphinx(tmp_path):
     SearchChinese.latin_terms = []
 
 
-def test_the_kernel_zygote_preloads_torch_only_for_pages_that_use_it():
-    """预执行的内核母体（tools/zygote.py）只在要执行的页面用到 torch（或 minigpt）时预先 import torch。"""
+def test_the_kernel_zygote_preloads_torch_and_matplotlib_only_for_pages_that_use_them():
+    """预执行的内核母体（tools/zygote.py）只在要执行的页面用到 torch（或 minigpt）时预先 import torch，
+    只在用到 matplotlib（或 minigpt）时预先 import matplotlib 的核心模块。"""
     sys.path.insert(0, str(REPO / "tools"))
     import zygote
 
     assert zygote.preload_for(["print('你好')", "x = 1"]) == []
     assert zygote.preload_for(["print(1)", "import torch\nprint(torch.ones(2))"]) == ["torch"]
-    assert zygote.preload_for(["from minigpt.attention import scaled_dot_product_attention"]) == ["torch"]
-    assert zygote.preload_for(["torchvision_like = 1"]) == []  # 只认整个词
+    assert zygote.preload_for(["import matplotlib.pyplot as plt"]) == ["matplotlib"]
+    assert zygote.preload_for(["from minigpt.attention import scaled_dot_product_attention"]) == ["torch", "matplotlib"]
+    assert zygote.preload_for(["torchvision_like = 1", "my_matplotlib_style = 2"]) == []  # 只认整个词
     pages = [p for p in (REPO / "book").glob("*.md") if "```{code-cell}" in p.read_text(encoding="utf-8")]
-    assert zygote.preload_for([p.read_text(encoding="utf-8") for p in pages]) == ["torch"]  # 本书的页面用到它
+    assert zygote.preload_for([p.read_text(encoding="utf-8") for p in pages]) == ["torch", "matplotlib"]  # 本书用到
+    # 母体不 import pyplot 和 inline 后端：它们 import 时向当时的 IPython 注册画图钩子，必须在内核里 import
+    assert not any(name in ("matplotlib.pyplot", "matplotlib_inline.backend_inline") for name in zygote.MATPLOTLIB)
