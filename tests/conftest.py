@@ -117,9 +117,11 @@ SHARED_GROUPS = {
     "test_homework_grade": "grader", "test_grading_sandbox": "grader", "test_grading_threads": "grader",
     "test_notebooks": "fresh-venv", "test_homework_bundle": "fresh-venv", "test_release": "fresh-venv",
 }
-# 先派最久的组（上次 make test 的 --durations 按组相加），免得最后只剩一个进程在跑一个长组；其余按收集顺序
-LONGEST_FIRST = ("test_build_is_a_test", "test_browser", "grader", "fresh-venv", "test_interactive_browser",
-                 "test_appendix", "test_pdf", "test_exercise_code", "test_code_cells", "test_stale_output")
+# 先派最久的组（make test 的 --durations 与每个工作进程的时间线，按组相加），免得最后只剩一个进程在跑一个长组；
+# 其余按收集顺序。整本书由第一个要它的组构建（约 40 秒），所以要它的浏览器检查排在不要它的两个长组之后
+LONGEST_FIRST = ("grader", "test_build_is_a_test", "test_browser", "fresh-venv", "test_pdf", "test_interactive_browser",
+                 "test_code_cells", "test_exercise_code", "test_glossary", "test_stale_output", "test_plots",
+                 "test_serve")
 
 
 def group_of(nodeid: str) -> str:
@@ -137,6 +139,9 @@ def pytest_xdist_make_scheduler(config, log):
     _split_scope 决定分组，xdist 自己的 loadgroup、loadfile 也是这样改它的。"""
     if config.getvalue("dist") != "loadscope":
         return None
+    # xdist 默认把组按测试个数从多到少重排（--loadscope-reorder），那会打乱上面 LONGEST_FIRST 排好的先后：
+    # 一个只有 19 个测试、却要跑三分钟的组会被排到最后。按收集顺序（pytest_collection_modifyitems 排好的）派
+    config.option.loadscopereorder = False
     from xdist.scheduler import LoadScopeScheduling
 
     class BookGroups(LoadScopeScheduling):

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import pytest
 
-from conftest import REPO, SHARED_GROUPS
+from conftest import LONGEST_FIRST, REPO, SHARED_GROUPS
 
 pytestmark = pytest.mark.slow  # 起一次带两个工作进程的 pytest
 
@@ -115,3 +115,26 @@ def test_modules_that_share_sandbox_users_or_a_fresh_venv_are_grouped():
     takes_fresh_venv = re.compile(r"def \w+\([^)]*\bfresh_venv\b")  # 测试或夹具的参数里有 fresh_venv
     users = {p.stem for p in (REPO / "tests").glob("test_*.py") if takes_fresh_venv.search(p.read_text(encoding="utf-8"))}
     assert users == {m for m, g in SHARED_GROUPS.items() if g == "fresh-venv"}
+
+
+def test_under_loadscope_the_longest_group_is_handed_out_first(tmp_path):
+    """LONGEST_FIRST 里排第一的组先派出去，即使它的测试最少：xdist 默认按测试个数重排，本书的调度器关掉了它。
+    一个工作进程时，组按派出的先后依次运行。"""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(GROUPING_CONFTEST.replace(
+        "pytest_xdist_make_scheduler = book_conftest.pytest_xdist_make_scheduler",
+        "pytest_xdist_make_scheduler = book_conftest.pytest_xdist_make_scheduler\n"
+        "pytest_collection_modifyitems = book_conftest.pytest_collection_modifyitems"), encoding="utf-8")
+    first = LONGEST_FIRST[0]
+    modules = {"test_many_quick_ones": 8, ("test_homework_grade" if first == "grader" else first): 1}
+    for module, count in modules.items():
+        (suite / f"{module}.py").write_text(GROUPED_TEST.replace("range(3)", f"range({count})"), encoding="utf-8")
+    seen_log = tmp_path / "seen.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1",
+                           "--dist", "loadscope", "--basetemp", str(tmp_path / "tmp"), str(suite)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "SEEN_LOG": str(seen_log)}, cwd=suite)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    order = [json.loads(line)[0] for line in seen_log.read_text().splitlines()]
+    assert order[0] != "test_many_quick_ones" and order[1:] == ["test_many_quick_ones"] * 8, order
