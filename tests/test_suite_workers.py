@@ -61,43 +61,51 @@ def test_two_workers_make_a_shared_build_once_and_both_get_its_result(tmp_path):
     assert seen[0][1] == seen[1][1], seen                                    # 拿到的是同一个结果
 
 
-GROUPING_CONFTEST = f'''
+GROUPING_CONFTEST = f"""
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("book_conftest", {str(REPO / "tests" / "conftest.py")!r})
 book_conftest = importlib.util.module_from_spec(spec)
 sys.modules["book_conftest"] = book_conftest
 spec.loader.exec_module(book_conftest)
 pytest_xdist_make_scheduler = book_conftest.pytest_xdist_make_scheduler  # 本书的分组
-'''
+pytest_collection_modifyitems = book_conftest.pytest_collection_modifyitems  # 本书的先后（LONGEST_FIRST）
+"""
 
-GROUPED_TEST = '''
+GROUPED_TEST = """
 import json, os, pytest
 
-@pytest.mark.parametrize("i", range(3))
+@pytest.mark.parametrize("i", range({count}))
 def test_where(i):
     with open(os.environ["SEEN_LOG"], "a") as log:
         log.write(json.dumps([__name__, os.environ["PYTEST_XDIST_WORKER"]]) + "\\n")
-'''
+"""
+
+
+def _run_grouped_suite(tmp_path, tests_per_module: dict[str, int], workers: int) -> list[tuple[str, str]]:
+    """用本书 conftest 的调度器和 make test 的跑法（--dist loadscope）跑一个小测试集；
+    返回每个测试按运行先后记下的 (模块, 工作进程)。"""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(GROUPING_CONFTEST, encoding="utf-8")
+    for module, count in tests_per_module.items():
+        (suite / f"{module}.py").write_text(GROUPED_TEST.format(count=count), encoding="utf-8")
+    seen_log = tmp_path / "seen.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(workers),
+                           "--dist", "loadscope", "--basetemp", str(tmp_path / "tmp"), str(suite)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "SEEN_LOG": str(seen_log)}, cwd=suite)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return [tuple(json.loads(line)) for line in seen_log.read_text().splitlines()]
 
 
 def test_under_loadscope_a_group_runs_in_one_worker(tmp_path):
     """make test 的命令行（-n 2 --dist loadscope）加上本书 conftest 的调度器：批改程序的两个模块的 6 个测试
     都在同一个工作进程里，另一个模块的 3 个测试也都在一个进程里。调度器若没起作用，xdist 按模块分组，
     两个批改模块会先后派给两个进程。"""
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "conftest.py").write_text(GROUPING_CONFTEST, encoding="utf-8")
-    for module in ("test_homework_grade", "test_grading_sandbox", "test_something_else"):
-        (suite / f"{module}.py").write_text(GROUPED_TEST, encoding="utf-8")
-    seen_log = tmp_path / "seen.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
-                           "--dist", "loadscope", "--basetemp", str(tmp_path / "tmp"), str(suite)],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "SEEN_LOG": str(seen_log)}, cwd=suite)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    seen = _run_grouped_suite(tmp_path, dict.fromkeys(
+        ("test_homework_grade", "test_grading_sandbox", "test_something_else"), 3), workers=2)
     workers: dict[str, set[str]] = {}
-    for line in seen_log.read_text().splitlines():
-        module, worker = json.loads(line)
+    for module, worker in seen:
         group = "grader" if module in ("test_homework_grade", "test_grading_sandbox") else module
         workers.setdefault(group, set()).add(worker)
     assert sorted(workers) == ["grader", "test_something_else"], workers
@@ -118,23 +126,9 @@ def test_modules_that_share_sandbox_users_or_a_fresh_venv_are_grouped():
 
 
 def test_under_loadscope_the_longest_group_is_handed_out_first(tmp_path):
-    """LONGEST_FIRST 里排第一的组先派出去，即使它的测试最少：xdist 默认按测试个数重排，本书的调度器关掉了它。
+    """LONGEST_FIRST 里的组先派出去，即使它的测试比别的组少：xdist 默认按测试个数重排，本书的调度器关掉了它。
     一个工作进程时，组按派出的先后依次运行。"""
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "conftest.py").write_text(GROUPING_CONFTEST.replace(
-        "pytest_xdist_make_scheduler = book_conftest.pytest_xdist_make_scheduler",
-        "pytest_xdist_make_scheduler = book_conftest.pytest_xdist_make_scheduler\n"
-        "pytest_collection_modifyitems = book_conftest.pytest_collection_modifyitems"), encoding="utf-8")
-    first = LONGEST_FIRST[0]
-    modules = {"test_many_quick_ones": 8, ("test_homework_grade" if first == "grader" else first): 1}
-    for module, count in modules.items():
-        (suite / f"{module}.py").write_text(GROUPED_TEST.replace("range(3)", f"range({count})"), encoding="utf-8")
-    seen_log = tmp_path / "seen.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1",
-                           "--dist", "loadscope", "--basetemp", str(tmp_path / "tmp"), str(suite)],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "SEEN_LOG": str(seen_log)}, cwd=suite)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    order = [json.loads(line)[0] for line in seen_log.read_text().splitlines()]
-    assert order[0] != "test_many_quick_ones" and order[1:] == ["test_many_quick_ones"] * 8, order
+    assert "test_build_is_a_test" in LONGEST_FIRST
+    seen = _run_grouped_suite(tmp_path, {"test_many_quick_ones": 8, "test_build_is_a_test": 1}, workers=1)
+    order = [module for module, _ in seen]
+    assert order == ["test_build_is_a_test"] + ["test_many_quick_ones"] * 8, order

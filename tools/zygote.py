@@ -63,16 +63,10 @@ def _import_matplotlib(env: dict[str, str]) -> None:
     取内核的环境里的值，没有时取 ipykernel 启动内核时会设的值，与照常启动的内核里读到的相同。"""
     import importlib
 
-    own = os.environ.get("MPLBACKEND")
+    # 改母体自己的环境无妨：fork 出的内核按请求把环境整个重设（_kernel_child）
     os.environ["MPLBACKEND"] = env.get("MPLBACKEND") or INLINE_BACKEND
-    try:
-        for name in MATPLOTLIB:
-            importlib.import_module(name)
-    finally:  # 母体自己的环境不变（内核的环境按请求重设）
-        if own is None:
-            del os.environ["MPLBACKEND"]
-        else:
-            os.environ["MPLBACKEND"] = own
+    for name in MATPLOTLIB:
+        importlib.import_module(name)
 
 
 def _kernel_child(request: dict) -> None:
