@@ -22,36 +22,30 @@ import pytest
 import yaml
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from conftest import CHROMIUM, CHROMIUM_ARGS, REPO, settle, toc_docnames
+from conftest import CHROMIUM, CHROMIUM_ARGS, REPO, Tab, settle, toc_docnames
 from pagekit import allowed_latin_words, english_words, load_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
-VIEWPORT = {"width": 1280, "height": 900}
 HOMEWORK = "book/homework"
 
 
 class Visit:
-    """打开一页并记下它出的所有问题（控制台错误、失败的请求、外部请求）。"""
+    """在标签页（conftest.Tab）里打开一页，记下它出的所有问题（控制台错误、失败的请求、外部请求）。"""
 
-    def __init__(self, browser, site: str, path: str, color_scheme: str = "light"):
-        self.site = site
+    def __init__(self, tab, site: str, path: str, color_scheme: str = "light"):
+        self.site, self.tab = site, tab
         self.problems: list[str] = []
-        self.context = browser.new_context(viewport=VIEWPORT, color_scheme=color_scheme,
-                                           locale="zh-CN", service_workers="block")
-        self.context.route("**/*", self._route)
-        self.page = self.context.new_page()
-        page = self.page
-        page.on("console", lambda m: m.type == "error" and self.problems.append(
-            f"控制台错误: {m.text} @ {m.location.get('url', '')}"))
-        page.on("pageerror", lambda e: self.problems.append(f"脚本异常: {e}"))
-        page.on("requestfailed", lambda r: self._local(r.url) and self.problems.append(
-            f"请求失败: {r.url} ({r.failure})"))
-        page.on("response", lambda r: r.status >= 400 and self.problems.append(
-            f"HTTP {r.status}: {r.url}"))
-        page.goto(site + path, wait_until="load")
-        page.wait_for_load_state("networkidle")
-        settle(page)
+        self.page = tab.visit(site + path, color_scheme, self._route, {
+            "console": lambda m: m.type == "error" and self.problems.append(
+                f"控制台错误: {m.text} @ {m.location.get('url', '')}"),
+            "pageerror": lambda e: self.problems.append(f"脚本异常: {e}"),
+            "requestfailed": lambda r: self._local(r.url) and self.problems.append(
+                f"请求失败: {r.url} ({r.failure})"),
+            "response": lambda r: r.status >= 400 and self.problems.append(f"HTTP {r.status}: {r.url}"),
+        })
+        self.page.wait_for_load_state("networkidle")
+        settle(self.page)
 
     def _local(self, url: str) -> bool:
         return url.startswith(self.site)
@@ -65,7 +59,7 @@ class Visit:
             route.abort()
 
     def close(self):
-        self.context.close()
+        self.tab.leave()
 
 
 def page_path(docname: str) -> str:
@@ -191,8 +185,8 @@ def english_interface(page) -> list[str]:
 # 每页在浅色、深色下各查一遍（axe 一遍就要几秒，几乎全在浏览器里单线程地算）。两个线程各开一个 Chromium
 # （Playwright 的同步接口每个线程一个实例）同时查，先查最长的页；每个测试只报告它那一页、那一种模式的问题。
 
-def check_light(browser, site, screenshots, docname) -> list[str]:
-    visit = Visit(browser, site, page_path(docname))
+def check_light(tab, site, screenshots, docname) -> list[str]:
+    visit = Visit(tab, site, page_path(docname))
     try:
         page = visit.page
         page.evaluate(WAIT_FOR_IMAGES)
@@ -208,8 +202,8 @@ def check_light(browser, site, screenshots, docname) -> list[str]:
         visit.close()
 
 
-def check_dark(browser, site, screenshots, docname) -> list[str]:
-    visit = Visit(browser, site, page_path(docname), color_scheme="dark")
+def check_dark(tab, site, screenshots, docname) -> list[str]:
+    visit = Visit(tab, site, page_path(docname), color_scheme="dark")
     try:
         page = visit.page
         page.evaluate(WAIT_FOR_IMAGES)
@@ -245,6 +239,7 @@ def page_reports(site, screenshots, built_book) -> dict[tuple[str, str], list[st
     def work() -> None:
         with sync_playwright() as playwright:
             chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            tab = Tab(chromium)  # 这个线程的各页依次在同一个标签页里打开（见 conftest.Tab）
             try:
                 while True:
                     try:
@@ -252,10 +247,11 @@ def page_reports(site, screenshots, built_book) -> dict[tuple[str, str], list[st
                     except queue.Empty:
                         return
                     try:
-                        reports[docname, scheme] = CHECKS[scheme](chromium, site, screenshots, docname)
+                        reports[docname, scheme] = CHECKS[scheme](tab, site, screenshots, docname)
                     except Exception as exc:  # noqa: BLE001  检查本身出错：记在这一页上，别的页照查
                         reports[docname, scheme] = [f"检查没能做完：{type(exc).__name__}: {exc}"]
             finally:
+                tab.close()
                 chromium.close()
 
     threads = [threading.Thread(target=work, name=f"browser-{i}") for i in range(2)]
@@ -278,9 +274,9 @@ def test_page_in_dark_mode(page_reports, docname):
     assert not problems, f"{docname}（深色）:\n" + "\n".join(problems)
 
 
-def test_homework_solutions_open_on_click(browser, site, screenshots):
+def test_homework_solutions_open_on_click(tab, site, screenshots):
     """作业页的答案（sphinx-exercise 的 solution，:class: dropdown）默认收起，点标题才展开。"""
-    visit = Visit(browser, site, page_path(HOMEWORK))
+    visit = Visit(tab, site, page_path(HOMEWORK))
     try:
         page = visit.page
         solutions = page.locator("article .solution.dropdown")
@@ -302,9 +298,9 @@ def test_homework_solutions_open_on_click(browser, site, screenshots):
     ("因果遮蔽", "book/s3_causal_mask.html"),
     ("多头注意力", "book/s4_multi_head.html"),
 ])
-def test_search_page_finds_chinese_terms(browser, site, screenshots, built_book, query, expected):
+def test_search_page_finds_chinese_terms(tab, site, screenshots, built_book, query, expected):
     """搜索页用中文搜得到讲这个词的页面；每条结果的摘要都是那一页正文里的一段。"""
-    visit = Visit(browser, site, f"search.html?q={quote(query)}")
+    visit = Visit(tab, site, f"search.html?q={quote(query)}")
     try:
         page = visit.page
         try:
@@ -355,8 +351,8 @@ def test_snippet_check_rejects_header_chrome(built_book):
         assert_snippet_is_page_text(page, f".md .pdf 因果遮蔽 目录 {start}")
 
 
-def test_search_box_placeholder_is_chinese_in_browser(browser, site):
-    visit = Visit(browser, site, page_path("book/index"))
+def test_search_box_placeholder_is_chinese_in_browser(tab, site):
+    visit = Visit(tab, site, page_path("book/index"))
     try:
         placeholders = visit.page.eval_on_selector_all(
             "input[name=q]", "els => els.map(e => e.getAttribute('placeholder'))")
@@ -383,7 +379,7 @@ def axe_violations(page) -> list[str]:
 
 
 @pytest.mark.parametrize("color_scheme", ["light", "dark"])
-def test_axe_finds_no_serious_or_critical_violations(browser, site, built_book, color_scheme):
+def test_axe_finds_no_serious_or_critical_violations(tab, site, built_book, color_scheme):
     """网站上目录之外的每一页（搜索页、索引页、根目录跳转后的首页）在 axe-core 下：0 个 serious、0 个 critical，
     也没有 region（内容在地标之外）。目录里的页面在 test_page_in_light_mode / test_page_in_dark_mode 里，
     趁同一次打开查过。axe-core 随 axe-playwright-python 一起装好，离线运行。"""
@@ -396,7 +392,7 @@ def test_axe_finds_no_serious_or_critical_violations(browser, site, built_book, 
     assert {"search.html", "genindex.html", "index.html"} <= set(pages), pages
     found = {}
     for path in pages:
-        visit = Visit(browser, site, quote(path), color_scheme=color_scheme)
+        visit = Visit(tab, site, quote(path), color_scheme=color_scheme)
         try:
             visit.page.evaluate(WAIT_FOR_MATH)
             # 顺带：这些页面（含索引页、根目录跳转页）也没有控制台错误、失败或外部请求。在 axe 运行之前取：
@@ -413,10 +409,42 @@ def test_axe_finds_no_serious_or_critical_violations(browser, site, built_book, 
         f"{path}:\n  " + "\n  ".join(v) for path, v in found.items())
 
 
-def test_checks_start_only_after_theme_and_transitions_settle(browser, site):
+def test_a_reused_tab_carries_nothing_from_one_visit_to_the_next(tab, site):
+    """各次访问共用一个标签页（conftest.Tab）：上一次访问存下的 localStorage、sessionStorage、cookie，
+    它离开时还没回来的请求（这里是一个 404）和它的颜色模式，都不能出现在下一次访问里。"""
+    first = Visit(tab, site, page_path("book/index"), color_scheme="dark")
+    try:
+        first.page.evaluate("""() => {
+            localStorage.setItem('left-behind', '1'); sessionStorage.setItem('left-behind', '1');
+            document.cookie = 'left_behind=1; path=/';
+            fetch('no-such-file-left-behind.txt');  // 离开时还没回来
+        }""")
+    finally:
+        first.close()
+    second = Visit(tab, site, page_path("book/index"))
+    try:
+        left = second.page.evaluate("""() => [localStorage.getItem('left-behind'),
+            sessionStorage.getItem('left-behind'), document.cookie, document.documentElement.dataset.theme]""")
+        problems = list(second.problems)
+    finally:
+        second.close()
+    assert left == [None, None, "", "light"]
+    assert problems == []
+    # 对照：同一个 404 在发出它的那次访问里是会被记下的
+    third = Visit(tab, site, page_path("book/index"))
+    try:
+        third.page.evaluate("() => fetch('no-such-file-left-behind.txt')")
+        third.page.wait_for_load_state("networkidle")
+        problems = list(third.problems)
+    finally:
+        third.close()
+    assert any("no-such-file-left-behind.txt" in p for p in problems), problems
+
+
+def test_checks_start_only_after_theme_and_transitions_settle(tab, site):
     """深色模式下，主题脚本在加载后才把 auto 换成 dark，导航栏按钮随之有 0.15 s 的颜色过渡。
     Visit 返回时，主题必须已定、过渡必须已完：否则 axe 和截图看到的是过渡半路的颜色。"""
-    visit = Visit(browser, site, page_path("book/index"), color_scheme="dark")
+    visit = Visit(tab, site, page_path("book/index"), color_scheme="dark")
     try:
         theme, running = visit.page.evaluate("""() => [document.documentElement.dataset.theme,
             document.getAnimations().filter(a => a instanceof CSSTransition && a.playState === 'running').length]""")

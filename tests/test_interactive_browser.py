@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 import interactive_cases as cases
-from conftest import REPO, settle
+from conftest import REPO, Tab, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
@@ -41,29 +41,31 @@ READOUT = """(name) => {
 }"""
 
 
-class Figure:
-    """打开交互图所在的页面，等它画好；记下控制台错误、失败的请求和发往其他主机的请求。"""
+@pytest.fixture(scope="module")
+def tab_without_javascript(browser) -> Tab:
+    """关掉 JavaScript 的标签页（JavaScript 开关只能按浏览器上下文设）。"""
+    tab = Tab(browser, javascript=False)
+    yield tab
+    tab.close()
 
-    def __init__(self, browser, site: str, name: str, color_scheme: str = "light",
-                 javascript: bool = True):
-        self.site, self.name = site, name
+
+class Figure:
+    """在标签页（conftest.Tab）里打开交互图所在的页面，等它画好；记下控制台错误、失败的请求和发往其他主机的请求。"""
+
+    def __init__(self, tab, site: str, name: str, color_scheme: str = "light"):
+        self.site, self.name, self.tab = site, name, tab
         self.problems: list[str] = []
         self.requests: list[str] = []
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900},
-                                           color_scheme=color_scheme, locale="zh-CN",
-                                           java_script_enabled=javascript,
-                                           service_workers="block")
-        self.context.route("**/*", self._route)
-        page = self.page = self.context.new_page()
-        page.on("console", lambda m: m.type in ("error", "warning") and self.problems.append(
-            f"控制台{m.type}: {m.text}"))
-        page.on("pageerror", lambda e: self.problems.append(f"脚本异常: {e}"))
-        # 关掉 JavaScript 时，浏览器会取消主题预加载（<link rel=preload>）的脚本：那不算问题
-        page.on("requestfailed", lambda r: (javascript or r.resource_type != "script")
-                and self.problems.append(f"请求失败: {r.url}"))
-        page.on("response", lambda r: r.status >= 400 and self.problems.append(
-            f"HTTP {r.status}: {r.url}"))
-        page.goto(site + FIGURES[name][0] + ".html", wait_until="load")
+        javascript = tab.javascript
+        page = self.page = tab.visit(site + FIGURES[name][0] + ".html", color_scheme, self._route, {
+            "console": lambda m: m.type in ("error", "warning") and self.problems.append(
+                f"控制台{m.type}: {m.text}"),
+            "pageerror": lambda e: self.problems.append(f"脚本异常: {e}"),
+            # 关掉 JavaScript 时，浏览器会取消主题预加载（<link rel=preload>）的脚本：那不算问题
+            "requestfailed": lambda r: (javascript or r.resource_type != "script")
+            and self.problems.append(f"请求失败: {r.url}"),
+            "response": lambda r: r.status >= 400 and self.problems.append(f"HTTP {r.status}: {r.url}"),
+        })
         self.root = page.locator(f'[data-figure="{name}"]')
         if javascript:
             page.wait_for_selector(f'[data-figure="{name}"][data-ready]', timeout=20000)
@@ -97,7 +99,7 @@ class Figure:
             path=str(folder / f"interactive-{self.name}{suffix}.png"))
 
     def close(self) -> list[str]:
-        self.context.close()
+        self.tab.leave()
         return self.problems
 
 
@@ -105,9 +107,8 @@ class Figure:
 
 
 @pytest.mark.parametrize("name", list(FIGURES))
-def test_widget_renders_with_chinese_controls_and_shares_number_and_caption(
-        browser, site, screenshots, name):
-    fig = Figure(browser, site, name)
+def test_widget_renders_with_chinese_controls_and_shares_number_and_caption(tab, site, screenshots, name):
+    fig = Figure(tab, site, name)
     try:
         root, page = fig.root, fig.page
         assert root.locator(".interactive-figure-chart svg").count() == 1
@@ -140,7 +141,7 @@ def test_widget_renders_with_chinese_controls_and_shares_number_and_caption(
 # ---------------------------------------------------------------- 拨动每个控件
 
 
-def test_score_weight_cells_by_keyboard_and_mouse(browser, site, screenshots):
+def test_score_weight_cells_by_keyboard_and_mouse(tab, site, screenshots):
     t = cases.toy()
     labels = t.labels
 
@@ -149,7 +150,7 @@ def test_score_weight_cells_by_keyboard_and_mouse(browser, site, screenshots):
         return [f"Query {labels[i]}，Key {labels[j]}：q·k = {s:.4f}；"
                 f"除以 √{t.d_k} 后 = {s / t.d_k ** 0.5:.4f}；softmax 权重 = {w:.4f}"]
 
-    fig = Figure(browser, site, "s2-score-weight")
+    fig = Figure(tab, site, "s2-score-weight")
     try:
         page, root = fig.page, fig.root
         query = root.locator('select[name="cell_query"]')
@@ -188,10 +189,10 @@ def saturation_lines(d_k: int) -> list[str]:
             f"除以 √dₖ 后 {r.scaled_median_max_weight:.2f}"]
 
 
-def test_softmax_saturation_slider_by_keyboard_and_mouse(browser, site, screenshots):
+def test_softmax_saturation_slider_by_keyboard_and_mouse(tab, site, screenshots):
     from minigpt.interactive import SATURATION_DKS
 
-    fig = Figure(browser, site, "s2-softmax-saturation")
+    fig = Figure(tab, site, "s2-softmax-saturation")
     try:
         page, root = fig.page, fig.root
         slider = root.locator('input[type="range"][name="dk"]')
@@ -224,8 +225,8 @@ def mask_lines(masked: bool) -> list[str]:
         for name, row in zip(t.labels, w.tolist())]
 
 
-def test_causal_mask_toggle_by_keyboard_and_mouse(browser, site, screenshots):
-    fig = Figure(browser, site, "s3-causal-mask")
+def test_causal_mask_toggle_by_keyboard_and_mouse(tab, site, screenshots):
+    fig = Figure(tab, site, "s3-causal-mask")
     try:
         page, root = fig.page, fig.root
         box = root.locator('input[type="checkbox"]')
@@ -251,8 +252,8 @@ def head_line(head: int) -> list[str]:
         f"{name} {v:.2f}" for name, v in zip(labels, w[head - 1, 2].tolist()))]
 
 
-def test_head_selector_by_keyboard_and_mouse(browser, site, screenshots):
-    fig = Figure(browser, site, "s4-heads")
+def test_head_selector_by_keyboard_and_mouse(tab, site, screenshots):
+    fig = Figure(tab, site, "s4-heads")
     try:
         page, root = fig.page, fig.root
         assert fig.readout() == head_line(1)
@@ -278,9 +279,9 @@ def path_line(step: int) -> list[str]:
     return [f"序列长度 {n}：位置 0 的梯度范数 RNN {rnn}，注意力 {a:.3e}"]
 
 
-def test_path_length_slider_by_keyboard_and_mouse(browser, site, screenshots):
+def test_path_length_slider_by_keyboard_and_mouse(tab, site, screenshots):
     fp = cases.path_length()
-    fig = Figure(browser, site, "ap-path-length")
+    fig = Figure(tab, site, "ap-path-length")
     try:
         page, root = fig.page, fig.root
         slider = root.locator('input[type="range"][name="len"]')
@@ -311,12 +312,12 @@ def test_path_length_slider_by_keyboard_and_mouse(browser, site, screenshots):
 BUDGET = 2_000_000  # issue 12：最重的页面最多比原来多传 2 MB
 
 
-def test_library_loads_only_where_needed_and_fits_the_budget(browser, site, built_book):
+def test_library_loads_only_where_needed_and_fits_the_budget(tab, site, built_book):
     """有交互图的页面以 type=module 加载本站的库；为交互图多传的字节（库、样式、图表说明）
     在 2 MB 以内；没有交互图的页面根本不加载它。"""
     html_dir = built_book.html
     for name in ("s2-score-weight", "ap-path-length"):
-        fig = Figure(browser, site, name)
+        fig = Figure(tab, site, name)
         try:
             scripts = fig.page.eval_on_selector_all(
                 'script[src*="interactive/"]', "els => els.map(e => [e.type, e.src])")
@@ -331,14 +332,12 @@ def test_library_loads_only_where_needed_and_fits_the_budget(browser, site, buil
         added += sum(len(x.encode("utf-8")) for x in specs)
         assert 0 < added <= BUDGET, f"{name}：交互图多传了 {added} 字节"
         assert not problems, "\n".join(problems)
-    context = browser.new_context()
+    requested: list[str] = []
     try:
-        page = context.new_page()
-        requested: list[str] = []
-        page.on("request", lambda r: requested.append(r.url))
-        page.goto(site + "book/s1_intuition.html", wait_until="networkidle")
+        tab.visit(site + "book/s1_intuition.html", "light", lambda route: route.continue_(),
+                  {"request": lambda r: requested.append(r.url)}, wait_until="networkidle")
     finally:
-        context.close()
+        tab.leave()
     assert requested and not [r for r in requested if "/_static/interactive/" in r]
 
 
@@ -355,8 +354,8 @@ LUMINANCE = """(name) => {
 
 
 @pytest.mark.parametrize("name", list(FIGURES))
-def test_text_is_light_in_dark_mode(browser, site, screenshots, name):
-    fig = Figure(browser, site, name, color_scheme="dark")
+def test_text_is_light_in_dark_mode(tab, site, screenshots, name):
+    fig = Figure(tab, site, name, color_scheme="dark")
     try:
         assert fig.page.evaluate("document.documentElement.dataset.theme") == "dark"
         colors = fig.page.evaluate(LUMINANCE, name)
@@ -380,9 +379,9 @@ def directive_alt(docname: str, glue_name: str) -> str:
 
 
 @pytest.mark.parametrize("name", list(FIGURES))
-def test_without_javascript_the_static_figure_shows_with_the_same_alt(browser, site, name):
+def test_without_javascript_the_static_figure_shows_with_the_same_alt(tab_without_javascript, site, name):
     docname, _, glue_name = FIGURES[name]
-    fig = Figure(browser, site, name, javascript=False)
+    fig = Figure(tab_without_javascript, site, name)
     try:
         img = fig.root.locator("img.interactive-figure-static")
         img.scroll_into_view_if_needed()
@@ -410,9 +409,9 @@ VEGA_ENGLISH = re.compile(r"\b(mark|container|visualization|axis|titled|scale|va
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
-def test_screen_reader_descriptions_are_chinese(browser, site, name):
+def test_screen_reader_descriptions_are_chinese(tab, site, name):
     """图里每个 aria-roledescription / aria-label 都是中文说明，没有 Vega 默认的英文，也没有 undefined。"""
-    fig = Figure(browser, site, name)
+    fig = Figure(tab, site, name)
     labels = fig.root.evaluate("""(fig) => {
         const chart = fig.querySelector('.interactive-figure-chart');
         return [chart, ...chart.querySelectorAll('[aria-roledescription], [aria-label]')]
