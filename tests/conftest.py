@@ -209,6 +209,17 @@ def shared_build(tmp_path_factory, name: str, *extra: str) -> BuildResult:
     return BuildResult(REPO, done["returncode"], done["output"])
 
 
+@pytest.fixture(scope="session")
+def fork_runner():
+    """替测试“用全新的 Python 运行一个程序”、但不必每次都 import torch 的分叉运行器（tests/forkrun.py）。
+    每个工作进程一个，环境即测试进程的环境。"""
+    from forkrun import ForkRunner
+
+    runner = ForkRunner(dict(os.environ))
+    yield runner
+    runner.close()
+
+
 # ---- 仓库之外的全新虚拟环境（作业包、读者笔记本、sdist 的测试共用一个） ----
 
 def torch_wheel_dir() -> Path:

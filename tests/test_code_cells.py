@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import unicodedata
 from pathlib import Path
 
@@ -166,7 +164,7 @@ def _pages_with_code() -> list[str]:
 
 @pytest.mark.book
 @pytest.mark.parametrize("doc", _pages_with_code())
-def test_visible_cells_copied_in_order_run_and_print_what_the_page_shows(built_book, doc, tmp_path):
+def test_visible_cells_copied_in_order_run_and_print_what_the_page_shows(built_book, fork_runner, doc, tmp_path):
     path = page_path(doc)
     cells = visible_cells(path.read_text(encoding="utf-8"), path.suffix)
     if any("raises-exception" in (c.metadata.get("tags") or []) for c in cells):
@@ -175,8 +173,8 @@ def test_visible_cells_copied_in_order_run_and_print_what_the_page_shows(built_b
     script = tmp_path / "page.py"
     script.write_text(program, encoding="utf-8")
     env = {**os.environ, "MPLBACKEND": "Agg"}
-    proc = subprocess.run([sys.executable, str(script)], cwd=path.parent, env=env,
-                          capture_output=True, text=True, timeout=600)
+    # 与 `python page.py` 相同，只是 torch 已在母体里 import 好（conftest.fork_runner，tests/forkrun.py）
+    proc = fork_runner.run(script, cwd=path.parent, env=env, timeout=600)
     assert proc.returncode == 0, f"{doc}：抄下来的程序运行失败：\n{proc.stderr[-2000:]}"
     assert not proc.stderr.strip(), f"{doc}：抄下来的程序写了 stderr：\n{proc.stderr[-2000:]}"
 

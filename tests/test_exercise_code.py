@@ -6,9 +6,8 @@
 
 from __future__ import annotations
 
+import os
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -51,10 +50,12 @@ def test_sections_one_and_two_have_starter_code():
     assert {"s1_intuition", "s2_scaled_dot_product"} <= pages, pages
 
 
-@pytest.mark.slow  # 每段起始代码一个 Python 进程（import torch 要几秒）
+@pytest.mark.slow  # 每段起始代码一个 Python 进程（由 conftest.fork_runner 从预先 import 了 torch 的母体 fork 出来）
 @pytest.mark.parametrize("page,number,code", CASES, ids=[f"{p}-练习{n}" for p, n, _ in CASES])
-def test_exercise_starter_code_runs_with_the_books_package(page, number, code, tmp_path):
-    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+def test_exercise_starter_code_runs_with_the_books_package(page, number, code, tmp_path, fork_runner):
+    script = tmp_path / "exercise.py"  # 读者把代码存成文件、在它所在的目录里运行
+    script.write_text(code, encoding="utf-8")
+    run = fork_runner.run(script, cwd=tmp_path, env=dict(os.environ), timeout=300)
     assert run.returncode == 0, f"{page} 练习 {number} 的起始代码运行失败：\n{run.stderr[-3000:]}"
     assert not run.stderr.strip(), f"{page} 练习 {number} 的起始代码往 stderr 写了东西：\n{run.stderr[-3000:]}"
     assert run.stdout.strip(), f"{page} 练习 {number} 的起始代码什么也没打印"
