@@ -199,6 +199,29 @@ def built_book(tmp_path_factory) -> BuildResult:
     return result
 
 
+@pytest.fixture(scope="module")
+def shared_font_cache(tmp_path_factory):
+    """这个模块构建的小书共用一个建好的 matplotlib 字体缓存（环境变量 MPLCONFIGDIR）。
+
+    构建脚本在缓存还没有时先起一个进程建它（tools/build_book.py 的 warm_up，约 1 CPU 秒）；每本小书各有
+    一个空的 _build/.mplconfig，几十本小书就是几十遍。建缓存这件事本身由
+    test_build_is_a_test.py::test_the_font_cache_is_ready_before_the_first_page_runs 在空目录里检验。"""
+    shared = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        shared = shared.parent  # 这一次运行的所有工作进程共用的临时目录（同 once_per_run）
+    folder = shared / "mplconfig"
+
+    def warm() -> str:
+        subprocess.run([sys.executable, "-c", "import matplotlib.pyplot"], check=True, capture_output=True,
+                       env={**os.environ, "MPLCONFIGDIR": str(folder)})
+        return str(folder)
+
+    patch = pytest.MonkeyPatch()
+    patch.setenv("MPLCONFIGDIR", once_per_run(tmp_path_factory, "mplconfig", warm))
+    yield folder
+    patch.undo()
+
+
 def shared_build(tmp_path_factory, name: str, *extra: str) -> BuildResult:
     """在仓库里运行一次构建脚本，这次测试运行的所有工作进程共用它（见 once_per_run）。"""
     def build():

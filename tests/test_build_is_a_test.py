@@ -22,7 +22,8 @@ import pytest
 from conftest import BUILD_SCRIPT, FAILING_PAGES, ctrl_c_reaches_it, make_mini_book, run_build
 from pagekit import load_path
 
-pytestmark = [pytest.mark.book, pytest.mark.kernel]  # 构建小书：每页启动一个内核
+# 构建小书：每页启动一个内核。小书共用一个建好的字体缓存（conftest.shared_font_cache），专门检验它的测试除外
+pytestmark = [pytest.mark.book, pytest.mark.kernel, pytest.mark.usefixtures("shared_font_cache")]
 
 
 def build_fixture(tmp_path, name, **config_changes):
@@ -45,28 +46,49 @@ def test_fixture_harness_builds_a_good_page(tmp_path):
         ("writes_stderr", {}),
         ("emits_warning", {}),
         ("broken_xref", {}),
-        ("runs_too_long", {"execute.timeout": 3}),
     ],
 )
 def test_bad_page_fails_the_build_and_names_the_page(tmp_path, name, config_changes):
     result = build_fixture(tmp_path, name, **config_changes)
     assert result.returncode != 0, f"{name}: 构建本应失败却成功了\n{result.output[-4000:]}"
-    complaints = [
-        line for line in result.output.splitlines()
-        if f"{name}.md" in line and ("WARNING" in line or "ERROR" in line)
-    ]
-    assert complaints, f"{name}: 输出里没有指名该页面的警告或错误\n{result.output[-4000:]}"
+    assert _names_the_page(result.output, name), f"{name}: 输出里没有指名该页面的警告或错误\n{result.output[-4000:]}"
+
+
+def _names_the_page(output: str, name: str) -> bool:
+    """构建输出里有一行指名 name.md 的 WARNING 或 ERROR。"""
+    return any(f"{name}.md" in line and ("WARNING" in line or "ERROR" in line) for line in output.splitlines())
 
 
 def test_timeout_fixture_is_stopped_by_the_timeout_not_by_the_test(tmp_path):
-    """超时样例睡 60 秒、超时设 3 秒：构建应在远小于 60 秒内结束，并报告超时。"""
-    import time
-
+    """超时样例睡 60 秒、超时设 3 秒：构建应在远小于 60 秒内结束，报告超时，并且和上面几种坏页面一样指名页面。"""
     start = time.monotonic()
     result = build_fixture(tmp_path, "runs_too_long", **{"execute.timeout": 3})
     assert result.returncode != 0
     assert time.monotonic() - start < 55, "构建没有被执行超时打断"
     assert "CellTimeoutError" in result.output, result.output[-4000:]
+    assert _names_the_page(result.output, "runs_too_long"), result.output[-4000:]
+
+
+def test_the_font_cache_is_ready_before_the_first_page_runs(tmp_path, monkeypatch):
+    """新机器上第一次 import matplotlib 要先建字体缓存；慢的机器上它往 stderr 写一句提示，页面的 stderr 会让构建失败。
+    所以构建脚本在第一个内核执行页面之前就把缓存建好（warm_up）。这本小书不用共用的缓存：MPLCONFIGDIR 没有设，
+    构建用它自己的、空的 _build/.mplconfig；两页并行预执行（Sphinx 还没启动），各自在 import matplotlib 之前
+    看缓存是否已经在那里。内核照常启动（BOOK_KERNEL_PRELOAD=0）：内核母体预先 import matplotlib 时也会建缓存，
+    那只在页面的代码里写着 matplotlib 时才发生，间接用到 matplotlib 的页面靠的是 warm_up。"""
+    monkeypatch.delenv("MPLCONFIGDIR")
+    monkeypatch.setenv("BOOK_KERNEL_PRELOAD", "0")
+    look = ("import glob, os\n"
+            "print('字体缓存已建好', bool(glob.glob(os.environ['MPLCONFIGDIR'] + '/fontlist-*.json')))\n"
+            "import matplotlib.pyplot\nprint('pyplot 已载入')")
+    pages = {"index": ROOT_PAGE, "a": _code_page("甲", look), "b": _code_page("乙", look)}
+    root = make_mini_book(tmp_path, pages)
+    result = run_build(root, "--workers", "2", timeout=600)
+    assert result.returncode == 0, result.output[-4000:]
+    assert "并行预执行 2 页" in result.output, result.output[-4000:]
+    for name in ("a", "b"):
+        text = load_path(result.html / f"{name}.html").text
+        assert "字体缓存已建好 True" in text and "pyplot 已载入" in text, text[-2000:]
+    assert list((root / "_build" / ".mplconfig").glob("fontlist-*.json")), "构建没有用这本书自己的 _build/.mplconfig"
 
 
 # ---------------------------------------------------------------- 并行预执行、执行缓存、被打断的构建
@@ -84,9 +106,7 @@ def test_parallel_preexecution_names_every_failing_page(tmp_path):
     assert "并行预执行 2 页（2 个进程" in result.output, result.output[-4000:]
     assert result.returncode != 0
     for name in ("cell_raises", "runs_too_long"):
-        complaints = [line for line in result.output.splitlines()
-                      if f"{name}.md" in line and ("WARNING" in line or "ERROR" in line)]
-        assert complaints, f"并行路径的输出里没有指名 {name}\n{result.output[-4000:]}"
+        assert _names_the_page(result.output, name), f"并行路径的输出里没有指名 {name}\n{result.output[-4000:]}"
     assert "CellTimeoutError" in result.output and "fixture: this cell raises" in result.output
 
 

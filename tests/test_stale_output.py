@@ -12,7 +12,8 @@ import pytest
 
 from conftest import MYST_NOTEBOOK_HEADER, make_mini_book, run_build
 
-pytestmark = [pytest.mark.book, pytest.mark.kernel]  # 构建小书：每页启动一个内核
+pytestmark = [pytest.mark.book, pytest.mark.kernel,  # 构建小书：每页启动一个内核，共用一个建好的字体缓存
+              pytest.mark.usefixtures("shared_font_cache")]
 
 PAGE = MYST_NOTEBOOK_HEADER + """
 # 过期输出检查
