@@ -26,6 +26,48 @@ from pagekit import load_path
 pytestmark = [pytest.mark.book, pytest.mark.kernel, pytest.mark.usefixtures("shared_font_cache")]
 
 
+# ipykernel 7.4 关内核时的一个已知竞态（ipython/ipykernel#1518）：处理完关机请求后，内核往已经关掉的 iopub
+# 管道里写，于是把 “Uncaught exception in ZMQStream callback” 和一段以 ZMQError（Socket operation on non-socket）
+# 结尾的回溯写到自己的 stderr，也就出现在构建的输出里。那时页面已经执行完、输出已经收好，构建照常成功。
+# 压力大的机器上偶尔碰到（20 次打断测试里见过 1 次）。只放过这一种：构建脚本、Sphinx、myst-nb 的回溯照样算。
+KERNEL_SHUTDOWN_RACE = "zmq.error.ZMQError: Socket operation on non-socket"
+
+
+def tracebacks(output: str) -> list[str]:
+    """输出里的 Python 回溯（每段到异常那一行为止），除去上面那个 ipykernel 关机竞态留下的。"""
+    found, lines = [], output.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() != "Traceback (most recent call last):":
+            continue
+        end = i + 1
+        while end < len(lines) and lines[end].startswith(" "):
+            end += 1
+        block = "\n".join(lines[i:end + 1])
+        race = lines[end:end + 1] == [KERNEL_SHUTDOWN_RACE] and "/ipykernel/" in block
+        if not race:
+            found.append(block)
+    return found
+
+
+def test_only_the_known_ipykernel_shutdown_race_is_excused_from_the_traceback_check():
+    race = ("ERROR:tornado.general:Uncaught exception in ZMQStream callback\n"
+            "Traceback (most recent call last):\n"
+            '  File "/v/site-packages/ipykernel/kernelbase.py", line 408, in process_control\n'
+            "    sys.stderr.flush()\n"
+            '  File "/v/site-packages/ipykernel/iostream.py", line 343, in schedule\n'
+            '    self._event_pipe.send(b"")\n'
+            '  File "zmq/backend/cython/_zmq.py", line 190, in zmq.backend.cython._zmq._check_rc\n'
+            f"{KERNEL_SHUTDOWN_RACE}\n")
+    ours = ("Traceback (most recent call last):\n"
+            '  File "/repo/tools/build_book.py", line 1, in run\n'
+            "    main()\n"
+            "KeyboardInterrupt\n")
+    other_zmq = ours.replace("KeyboardInterrupt", KERNEL_SHUTDOWN_RACE)  # 同样的异常，不是从 ipykernel 来的
+    assert tracebacks("build succeeded\n" + race) == []
+    assert len(tracebacks(race + ours)) == 1 and "build_book.py" in tracebacks(race + ours)[0]
+    assert len(tracebacks(other_zmq)) == 1
+
+
 def build_fixture(tmp_path, name, **config_changes):
     page = (FAILING_PAGES / f"{name}.md").read_text(encoding="utf-8")
     root = make_mini_book(tmp_path, {name: page}, config_changes)
@@ -131,8 +173,8 @@ def test_corrupt_execution_cache_is_reported_in_one_line_and_rebuilt(tmp_path):
     assert result.returncode == 0, result.output[-4000:]
     notices = [line for line in result.output.splitlines() if "执行缓存" in line and "已损坏" in line]
     assert len(notices) == 1, result.output[-4000:]
-    assert "Traceback" not in result.output and "sqlalchemy" not in result.output.lower().replace(
-        notices[0].lower(), "")
+    assert not tracebacks(result.output), result.output[-4000:]
+    assert "sqlalchemy" not in result.output.lower().replace(notices[0].lower(), "")
     assert "second-page-output 2048" in (result.html / "second.html").read_text(encoding="utf-8")
     assert "first-page-output 42" in (result.html / "first.html").read_text(encoding="utf-8")
 
@@ -236,7 +278,7 @@ def _assert_stopped_cleanly(code: int, output: str, seconds: float, tree: list[i
     assert seconds < 15, f"收到信号后 {seconds:.1f} 秒才退出\n{output[-4000:]}"
     notices = [line for line in output.splitlines() if "构建被打断" in line]
     assert len(notices) == 1 and signal.Signals(signum).name in notices[0], output[-4000:]
-    assert "Traceback" not in output, output[-4000:]
+    assert not tracebacks(output), output[-4000:]
     assert "[build_book] PDF：" not in output
     # 被打断的工作进程不能被当成页面失败、交给 Sphinx 重跑
     assert "预执行失败" not in output and "意外退出" not in output, output[-4000:]
