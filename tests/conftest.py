@@ -402,7 +402,8 @@ class Tab:
     一个标签页，但做到互不相干：
     - 每次访问（visit）挂上它自己的请求拦截和事件监听，离开（leave）时先回到空白页再摘掉：上一页的请求和
       消息都在回到空白页之前报完，算不到下一次访问头上；
-    - 离开时清掉本站的 localStorage、sessionStorage 和 cookie，鼠标移回左上角（不停在下一页的某个元素上）；
+    - 离开时清掉本站的 localStorage、sessionStorage 和 cookie，并且不让页面在卸载时再写进去（主题在卸载时记下
+      侧栏的滚动位置，下一页会照着滚）；鼠标移回左上角（不停在下一页的某个元素上）；
     - 拦截请求会关掉浏览器的 HTTP 缓存（Playwright 的规定），所以每次访问照样请求页面用到的每个文件。
     颜色模式每次访问前重新设定（与新上下文的 color_scheme 选项是同一个设置）。离开时出了错（页面崩溃之类），
     就换一个新的上下文，不连累后面的测试。"""
@@ -434,7 +435,10 @@ class Tab:
     def leave(self) -> None:
         try:
             if self.javascript and self.page.url.startswith("http"):
-                self.page.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
+                # 页面离开时（beforeunload、pagehide）还会往存储里写：主题就在这时记下侧栏滚到了哪里，下一页照着滚过去。
+                # 所以清空之后让这一页再也写不进去（新页面有新的 Storage 原型，不受影响）
+                self.page.evaluate("() => { localStorage.clear(); sessionStorage.clear();"
+                                   " Storage.prototype.setItem = () => {}; }")
             self.page.mouse.move(0, 0)
             self.page.goto("about:blank")
             for event, handler in self._listeners:

@@ -410,25 +410,29 @@ def test_axe_finds_no_serious_or_critical_violations(tab, site, built_book, colo
 
 
 def test_a_reused_tab_carries_nothing_from_one_visit_to_the_next(tab, site):
-    """各次访问共用一个标签页（conftest.Tab）：上一次访问存下的 localStorage、sessionStorage、cookie，
-    它离开时还没回来的请求（这里是一个 404）和它的颜色模式，都不能出现在下一次访问里。"""
+    """各次访问共用一个标签页（conftest.Tab）：上一次访问存下的 localStorage、sessionStorage、cookie（包括页面
+    卸载时才写的），它离开时还没回来的请求（这里是一个 404）和它的颜色模式，都不能出现在下一次访问里。"""
     first = Visit(tab, site, page_path("book/index"), color_scheme="dark")
     try:
         first.page.evaluate("""() => {
             localStorage.setItem('left-behind', '1'); sessionStorage.setItem('left-behind', '1');
             document.cookie = 'left_behind=1; path=/';
             fetch('no-such-file-left-behind.txt');  // 离开时还没回来
+            // 卸载时才写的（主题就这样记下侧栏的滚动位置）
+            addEventListener('beforeunload', () => sessionStorage.setItem('left-at-unload', '1'));
+            addEventListener('pagehide', () => localStorage.setItem('left-at-unload', '1'));
         }""")
     finally:
         first.close()
     second = Visit(tab, site, page_path("book/index"))
     try:
         left = second.page.evaluate("""() => [localStorage.getItem('left-behind'),
-            sessionStorage.getItem('left-behind'), document.cookie, document.documentElement.dataset.theme]""")
+            sessionStorage.getItem('left-behind'), document.cookie, document.documentElement.dataset.theme,
+            sessionStorage.getItem('left-at-unload'), localStorage.getItem('left-at-unload')]""")
         problems = list(second.problems)
     finally:
         second.close()
-    assert left == [None, None, "", "light"]
+    assert left == [None, None, "", "light", None, None]
     assert problems == []
     # 对照：同一个 404 在发出它的那次访问里是会被记下的
     third = Visit(tab, site, page_path("book/index"))
