@@ -164,6 +164,12 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))  # 稳定排序：组内与其余的顺序不变
 
 
+def run_temp(tmp_path_factory) -> Path:
+    """这一次测试运行的所有工作进程共用的临时目录（不用 xdist 时就是这次运行的临时目录）。"""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+
+
 def once_per_run(tmp_path_factory, name: str, make):
     """整个测试运行只做一次 make()，几个工作进程共用它的结果（一个 JSON 能表达的值）。
 
@@ -173,7 +179,7 @@ def once_per_run(tmp_path_factory, name: str, make):
         return make()
     from filelock import FileLock
 
-    shared = tmp_path_factory.getbasetemp().parent  # 这一次运行的所有工作进程共用的临时目录
+    shared = run_temp(tmp_path_factory)
     done = shared / f"{name}.json"
     with FileLock(str(shared / f"{name}.lock")):
         if not done.exists():
@@ -206,10 +212,7 @@ def shared_font_cache(tmp_path_factory):
     构建脚本在缓存还没有时先起一个进程建它（tools/build_book.py 的 warm_up，约 1 CPU 秒）；每本小书各有
     一个空的 _build/.mplconfig，几十本小书就是几十遍。建缓存这件事本身由
     test_build_is_a_test.py::test_the_font_cache_is_ready_before_the_first_page_runs 在空目录里检验。"""
-    shared = tmp_path_factory.getbasetemp()
-    if "PYTEST_XDIST_WORKER" in os.environ:
-        shared = shared.parent  # 这一次运行的所有工作进程共用的临时目录（同 once_per_run）
-    folder = shared / "mplconfig"
+    folder = run_temp(tmp_path_factory) / "mplconfig"
 
     def warm() -> str:
         subprocess.run([sys.executable, "-c", "import matplotlib.pyplot"], check=True, capture_output=True,
