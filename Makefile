@@ -1,11 +1,11 @@
 # 《Attention 机制与 Transformer Block》的两条命令：make html、make test。
-# 其余：make unit、make serve、make pdf、make dist、make bench、make lock、make clean。
+# 其余：make unit、make serve、make pdf、make screenshots、make dist、make bench、make lock、make clean。
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lock-installed
 
-.PHONY: html test unit serve pdf dist bench lock clean setup
+.PHONY: html test unit serve pdf screenshots dist bench lock clean setup
 
 # 建虚拟环境并按锁 requirements.lock 安装（锁里的包一个不多一个不少），再可编辑安装 minigpt；
 # 只在锁、requirements.txt 或 pyproject.toml 变了之后才重新安装（requirements.txt 改了而锁没刷新时停下，提示 make lock）
@@ -52,6 +52,12 @@ pdf: setup
 	@tools/system_deps.sh check pdf
 	$(PY) tools/build_book.py --builder pdflatex
 	@echo "PDF: _build/latex/book.pdf"
+
+# 截图，给人看网站长什么样（不是检查，make test 不截）：构建网站，再跑浏览器测试，把每页浅色、深色的整页截图
+# 和交互图的截图存到 _build/screenshots/
+screenshots: html
+	BOOK_PREBUILT=. BOOK_SCREENSHOTS=1 $(PY) -m pytest -p no:cacheprovider -q tests/test_browser.py tests/test_interactive_browser.py
+	@echo "截图: _build/screenshots/"
 
 # 发布一版：从一次干净的构建（_build/dist-build/，不复用执行缓存）做出 dist/ 里的全部文件——离线网站 zip、PDF、
 # 全书笔记本 zip、作业包、wheel、sdist 和 SHA256SUMS（见 tools/dist.py）。需要 TeX（同 make pdf）

@@ -466,9 +466,31 @@ def tab(browser) -> Tab:
     tab.close()
 
 
+# 截图是给人看的，不是检查：整页截图每张要一个多 CPU 秒（Chromium 把整页从头画到尾、再编码成 PNG），
+# 全书浅色、深色各一张就是 30 多 CPU 秒。所以 make test 不截；要看时运行 make screenshots
+# （即设环境变量 BOOK_SCREENSHOTS=1 跑浏览器测试），截图存到 <构建目录>/_build/screenshots/。
+SCREENSHOTS_ENV = "BOOK_SCREENSHOTS"
+
+
+@dataclass
+class Screenshots:
+    folder: Path
+    enabled: bool
+
+    def page(self, page, name: str, full_page: bool = True) -> None:
+        """把页面存成 name（默认整页）；不要截图时什么都不做。"""
+        if self.enabled:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(self.folder / name), full_page=full_page)
+
+    def element(self, locator, name: str) -> None:
+        """只截页面上的一个元素（交互图）；不要截图时什么都不做。"""
+        if self.enabled:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            locator.screenshot(path=str(self.folder / name))
+
+
 @pytest.fixture(scope="module")
-def screenshots(built_book) -> Path:
-    """整页截图的存放处：<构建目录>/_build/screenshots/。"""
-    folder = built_book.root / "_build" / "screenshots"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+def screenshots(built_book) -> Screenshots:
+    """供人查看的截图：环境变量 BOOK_SCREENSHOTS 非空时存到 <构建目录>/_build/screenshots/，否则不截。"""
+    return Screenshots(built_book.root / "_build" / "screenshots", bool(os.environ.get(SCREENSHOTS_ENV)))

@@ -5,7 +5,8 @@
 没有控制台错误、没有失败的请求、没有请求其他主机、每张图都加载出来且有替代文字、
 公式由 MathJax 排好（没有残留的 $$ 或 \\( \\)）、标题层级不跳级，深色模式下图仍是白底。
 另外检查：作业页的答案折叠块点开才显示；搜索页用中文搜得到对应的页面。
-每页在浅色、深色模式下各存一张整页截图到 _build/screenshots/，供人查看。
+每页在浅色、深色模式下各截一张整页图，供人查看：只在设了 BOOK_SCREENSHOTS 时截（make screenshots），
+存到 _build/screenshots/（见 conftest.Screenshots）。
 
 Chromium 来自 Debian（tools/system_deps.sh install browser），按 PATH 查找；绝不运行 `playwright install`。
 无障碍检查用 axe-core（PyPI 包 axe-playwright-python 自带，离线），逐页、浅色与深色各一遍。
@@ -22,7 +23,7 @@ import pytest
 import yaml
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from conftest import CHROMIUM, CHROMIUM_ARGS, REPO, Tab, settle, toc_docnames
+from conftest import CHROMIUM, CHROMIUM_ARGS, REPO, VIEWPORT, Screenshots, Tab, settle, toc_docnames
 from pagekit import allowed_latin_words, english_words, load_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
@@ -196,7 +197,7 @@ def check_light(tab, site, screenshots, docname) -> list[str]:
         visit.problems += page.evaluate(CHECK_PAGE)
         visit.problems += english_interface(page)
         page.wait_for_load_state("networkidle")
-        page.screenshot(path=str(screenshots / shot_name(docname)), full_page=True)
+        screenshots.page(page, shot_name(docname))
         return list(visit.problems) + axe_violations(page)  # axe 之后的请求不算（见 axe_violations）
     finally:
         visit.close()
@@ -210,7 +211,7 @@ def check_dark(tab, site, screenshots, docname) -> list[str]:
         page.evaluate(WAIT_FOR_MATH)
         visit.problems += page.evaluate(CHECK_DARK)
         visit.problems += english_interface(page)
-        page.screenshot(path=str(screenshots / shot_name(docname, "-dark")), full_page=True)
+        screenshots.page(page, shot_name(docname, "-dark"))
         return list(visit.problems) + axe_violations(page)
     finally:
         visit.close()
@@ -288,11 +289,30 @@ def test_homework_solutions_open_on_click(tab, site, screenshots):
             assert not body.is_visible(), f"第 {i + 1} 个答案一打开页面就是展开的"
             solution.locator(".admonition-title").click()
             body.wait_for(state="visible", timeout=5000)
-        page.screenshot(path=str(screenshots / shot_name(HOMEWORK, "-solutions-open")), full_page=True)
+        screenshots.page(page, shot_name(HOMEWORK, "-solutions-open"))
     finally:
         visit.close()
     assert not visit.problems, "\n".join(visit.problems)
 
+
+
+def test_screenshots_are_taken_only_when_asked(tab, site, tmp_path):
+    """make test 不截图；BOOK_SCREENSHOTS 打开时截的是整页（比一屏高），不只是第一屏。"""
+    visit = Visit(tab, site, page_path("book/changelog"))
+    try:
+        Screenshots(tmp_path / "off", enabled=False).page(visit.page, "changelog.png")
+        Screenshots(tmp_path / "on", enabled=True).page(visit.page, "changelog.png")
+        Screenshots(tmp_path / "on", enabled=True).element(visit.page.locator("article h1"), "title.png")
+        height = visit.page.evaluate("document.documentElement.scrollHeight")
+    finally:
+        visit.close()
+    assert not (tmp_path / "off").exists()
+    png = (tmp_path / "on" / "changelog.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    shot_height = int.from_bytes(png[20:24], "big")  # PNG 的 IHDR：宽、高各 4 字节，大端
+    assert height > VIEWPORT["height"] and shot_height == height, (shot_height, height)
+    title = (tmp_path / "on" / "title.png").read_bytes()
+    assert 0 < int.from_bytes(title[20:24], "big") < VIEWPORT["height"] / 2
 
 @pytest.mark.parametrize("query, expected", [
     ("因果遮蔽", "book/s3_causal_mask.html"),
@@ -306,7 +326,7 @@ def test_search_page_finds_chinese_terms(tab, site, screenshots, built_book, que
         try:
             page.wait_for_selector("#search-results ul.search li a", timeout=15000)
         except PlaywrightTimeout:
-            page.screenshot(path=str(screenshots / f"search-{expected.split('/')[-1][:-5]}.png"))
+            screenshots.page(page, f"search-{expected.split('/')[-1][:-5]}.png", full_page=False)
             pytest.fail(f"搜索“{query}”15 秒内没有任何结果（中文检索索引里没有这个词？）\n"
                         + "\n".join(visit.problems))
         page.wait_for_function(
@@ -321,7 +341,7 @@ def test_search_page_finds_chinese_terms(tab, site, screenshots, built_book, que
         snippets = page.eval_on_selector_all(
             "#search-results ul.search li",
             "lis => lis.map(li => [li.querySelector('a').getAttribute('href'), li.querySelector('p.context').textContent])")
-        page.screenshot(path=str(screenshots / f"search-{expected.split('/')[-1][:-5]}.png"))
+        screenshots.page(page, f"search-{expected.split('/')[-1][:-5]}.png", full_page=False)
     finally:
         visit.close()
     assert any(h.split("?")[0].split("#")[0] == expected for h in hrefs), \

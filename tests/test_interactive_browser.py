@@ -2,8 +2,8 @@
 
 每张图：画得出来、控件有中文标签、拨动控件后读数变成 minigpt 算出的值（测试自己调用 minigpt，
 见 tests/interactive_cases.py）、没有控制台错误、没有请求离开本站；图号和图注与静态版共用；
-深色模式下文字换成浅色；没有 JavaScript 时显示静态图。每张图在浅色、深色模式下各截一张图到
-_build/screenshots/interactive-*.png，供人查看。
+深色模式下文字换成浅色；没有 JavaScript 时显示静态图。设了 BOOK_SCREENSHOTS 时（make screenshots），
+每张图在浅色、深色模式下各截一张图到 _build/screenshots/interactive-*.png，供人查看。
 
 Chromium 来自 Debian（tools/system_deps.sh install browser）；绝不运行 `playwright install`。
 """
@@ -94,9 +94,9 @@ class Figure:
             pass
         return self.readout()
 
-    def shot(self, folder: Path, suffix: str) -> None:
-        self.page.locator(f'figure:has([data-figure="{self.name}"])').screenshot(
-            path=str(folder / f"interactive-{self.name}{suffix}.png"))
+    def shot(self, screenshots, suffix: str) -> None:
+        screenshots.element(self.page.locator(f'figure:has([data-figure="{self.name}"])'),
+                            f"interactive-{self.name}{suffix}.png")
 
     def close(self) -> list[str]:
         self.tab.leave()
