@@ -11,7 +11,6 @@ Chromium 来自 Debian（tools/system_deps.sh install browser）；绝不运行 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
