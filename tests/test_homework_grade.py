@@ -349,6 +349,21 @@ def test_a_submission_named_like_an_option_cannot_overwrite_a_classmates_noteboo
     assert (tmp_path / "2024002.ipynb").read_bytes() == before
 
 
+def test_help_and_refusals_answer_before_torch_is_imported(tmp_path):
+    """--help、选项写错、报告写不进去：批改程序在导入 torch（判分和检查器才要它，一两秒 CPU）之前就回答。
+    -X importtime 把每个导入的模块记到 stderr，这里看它的清单。"""
+    shutil.copy(SUBMISSIONS / "invalid_json.ipynb", tmp_path / "a.ipynb")
+    for args, code in ((["--help"], 0), (["a.ipynb", "--jobs", "0"], 2),
+                       (["a.ipynb", "--json", "no_such_folder/r.json"], 2)):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "minigpt.grade", *args],
+                              capture_output=True, text=True, env=_grader_env(), cwd=tmp_path, timeout=120)
+        imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                    if line.startswith("import time:")}
+        assert proc.returncode == code, (args, proc.stderr[-2000:])
+        assert "minigpt.grading.cli" in imported, "没有读到 -X importtime 的清单"
+        assert not {"torch", "minigpt.homework", "minigpt.grading.judge"} & imported, args
+
+
 @pytest.mark.parametrize("flag,target,phrase", [("--json", "no_such_folder/r.json", "不存在"),
                                                  ("--csv", ".", "是一个文件夹")])
 def test_a_report_that_cannot_be_written_is_refused_before_grading(tmp_path, flag, target, phrase):

@@ -8,7 +8,20 @@
 
 import sys
 
-from .grading import grade_submission, main  # noqa: F401
+from .grading import main
+
+__all__ = ["grade_submission", "main"]
+
+
+def __getattr__(name: str):
+    """``grade_submission`` 用到时才导入（它连带导入 torch 和检查器）：
+    只看 --help、选项写错、拒绝运行的时候，命令不必先花一两秒导入它们。"""
+    if name == "grade_submission":
+        from .grading import grade_submission
+
+        return grade_submission
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 if __name__ == "__main__":
     sys.exit(main())

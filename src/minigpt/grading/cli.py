@@ -10,7 +10,6 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from . import report, sandbox
-from .judge import grade_submission
 from .notebook import read_submission
 from .results import student_id
 
@@ -217,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"无法写入 {args.json}：{err.strerror or err}", file=sys.stderr)
             return False
         return True
+
+    # 到这里才导入判分（连带 torch 和检查器）：--help、选项写错、拒绝运行都用不到它，不必先花一两秒
+    from .judge import grade_submission
 
     def one(i: int):
         return grade_submission(args.submissions[i], limits, sandboxed=sandboxed)

@@ -10,8 +10,7 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-from ..homework import EXERCISES
-from .results import STATUS_TEXT, SubmissionResult, short_name, total_points
+from .results import STATUS_TEXT, SubmissionResult, exercises, short_name, total_points
 
 
 def visible(text: str) -> str:
@@ -55,7 +54,7 @@ def _pad(text: str, width: int) -> str:
 
 def points_line() -> str:
     """每道小题的分数，例如“分值：1(一) 1 分，1(二) 2 分 …，共 10 分”。"""
-    parts = "，".join(f"{short_name(e.key)} {e.points} 分" for e in EXERCISES)
+    parts = "，".join(f"{short_name(e.key)} {e.points} 分" for e in exercises())
     return f"分值：{parts}；共 {total_points()} 分"
 
 
@@ -73,11 +72,11 @@ def status_of(r: SubmissionResult) -> str:
 
 def format_table(results: list[SubmissionResult], timeout: float,
                  notebook_timeout: float | None = None) -> str:
-    header = ["提交"] + [short_name(e.key) for e in EXERCISES] + ["通过", "得分"]
+    header = ["提交"] + [short_name(e.key) for e in exercises()] + ["通过", "得分"]
     rows = []
     for r in results:
         rows.append([_name(r)] + [STATUS_TEXT[e.status] for e in r.exercises]
-                    + [f"{r.passed}/{len(EXERCISES)}", f"{r.points}/{total_points()}"])
+                    + [f"{r.passed}/{len(exercises())}", f"{r.points}/{total_points()}"])
     widths = [max(_width(row[i]) for row in [header] + rows) + 2 for i in range(len(header))]
     limit = f"每个代码单元最多运行 {timeout:g} 秒"
     if notebook_timeout is not None:
@@ -120,7 +119,7 @@ def to_json(results: list[SubmissionResult], options: dict) -> dict:
     return {
         **options,
         "exercises": [{"key": e.key, "title": e.title, "answers": list(e.answers),
-                       "points": e.points} for e in EXERCISES],
+                       "points": e.points} for e in exercises()],
         "max_points": total_points(),
         "submissions": [r.to_json() for r in results],
     }
@@ -165,10 +164,10 @@ def to_csv(results: list[SubmissionResult]) -> str:
     """成绩册用的 CSV：学号（文件名去掉 .ipynb）、每道小题的得分、总分、状态。"""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n")
-    w.writerow(["学号"] + [f"{short_name(e.key)}（{e.points} 分）" for e in EXERCISES]
+    w.writerow(["学号"] + [f"{short_name(e.key)}（{e.points} 分）" for e in exercises()]
                + [f"总分（{total_points()} 分）", "状态"])
     for r in results:
         got = {e.key: e.status == "passed" for e in r.exercises}
-        w.writerow([_cell(r.student_id)] + [e.points if got.get(e.key) else 0 for e in EXERCISES]
+        w.writerow([_cell(r.student_id)] + [e.points if got.get(e.key) else 0 for e in exercises()]
                    + [r.points, _cell(status_of(r))])
     return "\ufeff" + buf.getvalue()

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from ..homework import EXERCISES
-
 STATUS_TEXT = {"passed": "通过", "wrong": "答错", "not_attempted": "未作答",
                "error": "出错", "timeout": "超时"}
 # 学生自己调用检查器报的错，不算“出错”
 CHECKER_ERRORS = {"HomeworkWrong", "HomeworkNotFilled"}
 # 表格和 CSV 里小题的短名
 SHORT = {"1a": "1(一)", "1b": "1(二)", "2a": "2(一)", "2b": "2(二)", "3": "3"}
+
+
+def exercises() -> tuple:
+    """作业的各道小题（``minigpt.homework.EXERCISES``，分值定义在检查器旁边）。用到时才导入：homework 要导入 torch，
+    而批改程序在开始批改之前（--help、选项写错、拒绝运行）用不到它，不必先花一两秒 CPU。"""
+    from ..homework import EXERCISES
+
+    return EXERCISES
 
 
 def short_name(key: str) -> str:
@@ -25,7 +31,7 @@ def student_id(path: str) -> str:
 
 
 def total_points() -> int:
-    return sum(e.points for e in EXERCISES)
+    return sum(e.points for e in exercises())
 
 
 @dataclass
@@ -71,14 +77,14 @@ class SubmissionResult:
 
     @property
     def points(self) -> int:
-        worth = {e.key: e.points for e in EXERCISES}
+        worth = {e.key: e.points for e in exercises()}
         return sum(worth.get(e.key, 0) for e in self.exercises if e.status == "passed")
 
     def to_json(self) -> dict:
         return {"path": self.path, "id": self.student_id, "sha256": self.sha256,
                 "graded": self.graded, "problem": self.problem,
                 "sandboxed": self.sandboxed,
-                "passed": self.passed, "total": len(EXERCISES),
+                "passed": self.passed, "total": len(exercises()),
                 "points": self.points, "max_points": total_points(),
                 "exercises": {e.key: {k: v for k, v in asdict(e).items()
                                       if k not in ("key", "title")}
@@ -90,13 +96,12 @@ class SubmissionResult:
     @classmethod
     def from_json(cls, data: dict) -> "SubmissionResult":
         """读回报告里的一行（--resume）；格式不对时抛 KeyError / TypeError / ValueError。"""
-        titles = {e.key: e.title for e in EXERCISES}
-        exercises = [ExerciseResult(key, titles[key], **value)
-                     for key, value in data["exercises"].items()]
-        if [e.key for e in exercises] != [e.key for e in EXERCISES]:
+        titles = {e.key: e.title for e in exercises()}
+        cells = [ExerciseResult(key, titles[key], **value) for key, value in data["exercises"].items()]
+        if [e.key for e in cells] != [e.key for e in exercises()]:
             raise ValueError("小题与本包的不一致")
         return cls(path=str(data["path"]), graded=bool(data["graded"]),
-                   problem=str(data["problem"]), exercises=exercises,
+                   problem=str(data["problem"]), exercises=cells,
                    cell_problems=[Problem(**p) for p in data["cell_problems"]],
                    sha256=str(data["sha256"]), sandboxed=bool(data["sandboxed"]),
                    notes=[str(n) for n in data.get("notes", [])],
