@@ -93,9 +93,10 @@ class Figure:
             pass
         return self.readout()
 
-    def shot(self, screenshots, suffix: str) -> None:
-        screenshots.element(self.page.locator(f'figure:has([data-figure="{self.name}"])'),
-                            f"interactive-{self.name}{suffix}.png")
+    def shot(self, screenshots, suffix: str, name: str | None = None) -> None:
+        name = name or self.name
+        screenshots.element(self.page.locator(f'figure:has([data-figure="{name}"])'),
+                            f"interactive-{name}{suffix}.png")
 
     def close(self) -> list[str]:
         self.tab.leave()
@@ -105,36 +106,93 @@ class Figure:
 # ---------------------------------------------------------------- 每张图都画得出来
 
 
-@pytest.mark.parametrize("name", list(FIGURES))
-def test_widget_renders_with_chinese_controls_and_shares_number_and_caption(tab, site, screenshots, name):
-    fig = Figure(tab, site, name)
-    try:
-        root, page = fig.root, fig.page
-        assert root.locator(".interactive-figure-chart svg").count() == 1
-        assert root.locator(".interactive-figure-chart svg").bounding_box()["height"] > 100
-        assert not root.locator("img.interactive-figure-static").is_visible(), "画好后静态图应隐藏"
-        # 给读屏软件的说明（vega-embed 把图表说明的 description 写在绘图区的 aria-label 上）
-        label = root.locator(".interactive-figure-chart").get_attribute("aria-label") or ""
-        assert re.search(r"[\u4e00-\u9fff]", label), f"SVG 没有中文说明：{label!r}"
-        # 控件：每个都有中文的名字，都能用 Tab 键到达
-        names = root.locator(".vega-bind-name").all_inner_texts()
-        assert names and all(re.search(r"[\u4e00-\u9fff]|query|key|d_k|dₖ", n) for n in names)
+# 只读的检查（画出来了没有、说明与控件、图号图注、加载了什么、深色模式、没有 JavaScript）不碰控件，
+# 所以有交互图的每一页在每种情形下只打开一次：第 2 节的两张图在同一页上。拨动控件的测试各自打开它的图。
+
+def each_page(tab, site, read, color_scheme: str = "light") -> dict[str, dict]:
+    """打开有交互图的每一页一次，对这一页上的每张图调用 read(figure, name)（figure 是这一页的 Figure）。
+    返回 {图名: read 的结果，外加这一页的 "problems" 和 "requests"}；打开或读取时出错，则是 {"error": …}，
+    由用到它的测试报告（别的页照读）。"""
+    seen: dict[str, dict] = {}
+    for docname in dict.fromkeys(page for page, _, _ in FIGURES.values()):
+        names = [name for name, (page, _, _) in FIGURES.items() if page == docname]
+        fig = None
+        try:
+            fig = Figure(tab, site, names[0], color_scheme)
+            found = {name: read(fig, name) for name in names}
+        except Exception as exc:  # noqa: BLE001
+            found = {name: {"error": f"{docname}：读取没能做完：{type(exc).__name__}: {exc}"} for name in names}
+        finally:
+            problems = fig.close() if fig else []
+        for name in names:
+            seen[name] = {**found[name], "problems": problems, "requests": list(fig.requests) if fig else []}
+    return seen
+
+
+def _checked(seen: dict) -> dict:
+    assert "error" not in seen, seen.get("error")
+    return seen
+
+
+def read_light(screenshots):
+    def read(fig, name: str) -> dict:
+        page = fig.page
+        page.wait_for_selector(f'[data-figure="{name}"][data-ready]', timeout=20000)
+        root = page.locator(f'[data-figure="{name}"]')
+        chart = root.locator(".interactive-figure-chart")
         controls = root.locator(".vega-bindings input, .vega-bindings select")
-        assert controls.count() >= 1
-        for i in range(controls.count()):
-            assert controls.nth(i).get_attribute("tabindex") in (None, "0")
-        # 图号与图注：交互图就在静态版的 {glue:figure} 里（同一个 id、同一个图注）
         figure_id, number = page.evaluate(
             """(name) => { const f = document.querySelector(`[data-figure="${name}"]`).closest('figure');
                  return [f && f.id, f && f.querySelector('.caption-number').textContent.trim()]; }""",
             name)
-        assert figure_id == FIGURES[name][1]
-        assert re.fullmatch(r"图 (\d+|A)(\.\d+)?", number), number
-        assert page.locator(f'article a[href="#{figure_id}"]').count() >= 1, "正文没有引用这张图"
-        fig.shot(screenshots, "")
-    finally:
-        problems = fig.close()
-    assert not problems, "\n".join(problems)
+        fig.shot(screenshots, "", name)
+        return {
+            "ready": root.get_attribute("data-ready"),
+            "svgs": chart.locator("svg").count(),
+            "svg_height": chart.locator("svg").first.bounding_box()["height"] if chart.locator("svg").count() else 0,
+            "static_visible": root.locator("img.interactive-figure-static").is_visible(),
+            # 给读屏软件的说明（vega-embed 把图表说明的 description 写在绘图区的 aria-label 上）
+            "chart_label": chart.get_attribute("aria-label") or "",
+            "control_names": root.locator(".vega-bind-name").all_inner_texts(),
+            "tabindex": [controls.nth(i).get_attribute("tabindex") for i in range(controls.count())],
+            "figure_id": figure_id, "number": number,
+            "cited": page.locator(f'article a[href="#{figure_id}"]').count(),
+            "reader_labels": root.evaluate("""(fig) => {
+                const chart = fig.querySelector('.interactive-figure-chart');
+                return [chart, ...chart.querySelectorAll('[aria-roledescription], [aria-label]')]
+                  .flatMap(e => [e.getAttribute('aria-roledescription'), e.getAttribute('aria-label')])
+                  .filter(Boolean);
+            }"""),
+            "scripts": page.eval_on_selector_all('script[src*="interactive/"]',
+                                                 "els => els.map(e => [e.type, e.src])"),
+            "specs": page.eval_on_selector_all("script.interactive-figure-spec",
+                                               "els => els.map(e => e.textContent)"),
+        }
+    return read
+
+
+@pytest.fixture(scope="module")
+def in_light(tab, site, screenshots) -> dict[str, dict]:
+    """浅色模式下每张图只读得到的一切（见 each_page）。"""
+    return each_page(tab, site, read_light(screenshots))
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_widget_renders_with_chinese_controls_and_shares_number_and_caption(in_light, name):
+    seen = _checked(in_light[name])
+    assert seen["ready"] == "true", seen["problems"]
+    assert seen["svgs"] == 1 and seen["svg_height"] > 100
+    assert not seen["static_visible"], "画好后静态图应隐藏"
+    assert re.search(r"[\u4e00-\u9fff]", seen["chart_label"]), f"SVG 没有中文说明：{seen['chart_label']!r}"
+    # 控件：每个都有中文的名字，都能用 Tab 键到达
+    names = seen["control_names"]
+    assert names and all(re.search(r"[\u4e00-\u9fff]|query|key|d_k|dₖ", n) for n in names)
+    assert seen["tabindex"] and all(t in (None, "0") for t in seen["tabindex"])
+    # 图号与图注：交互图就在静态版的 {glue:figure} 里（同一个 id、同一个图注）
+    assert seen["figure_id"] == FIGURES[name][1]
+    assert re.fullmatch(r"图 (\d+|A)(\.\d+)?", seen["number"]), seen["number"]
+    assert seen["cited"] >= 1, "正文没有引用这张图"
+    assert not seen["problems"], "\n".join(seen["problems"])
 
 
 # ---------------------------------------------------------------- 拨动每个控件
@@ -311,26 +369,20 @@ def test_path_length_slider_by_keyboard_and_mouse(tab, site, screenshots):
 BUDGET = 2_000_000  # issue 12：最重的页面最多比原来多传 2 MB
 
 
-def test_library_loads_only_where_needed_and_fits_the_budget(tab, site, built_book):
+def test_library_loads_only_where_needed_and_fits_the_budget(in_light, tab, site, built_book):
     """有交互图的页面以 type=module 加载本站的库；为交互图多传的字节（库、样式、图表说明）
     在 2 MB 以内；没有交互图的页面根本不加载它。"""
     html_dir = built_book.html
     for name in ("s2-score-weight", "ap-path-length"):
-        fig = Figure(tab, site, name)
-        try:
-            scripts = fig.page.eval_on_selector_all(
-                'script[src*="interactive/"]', "els => els.map(e => [e.type, e.src])")
-            specs = fig.page.eval_on_selector_all(
-                "script.interactive-figure-spec", "els => els.map(e => e.textContent)")
-        finally:
-            problems = fig.close()
+        seen = _checked(in_light[name])
+        scripts = seen["scripts"]
         assert len(scripts) == 1 and scripts[0][0] == "module", scripts
         assert scripts[0][1].startswith(site), "库不在本站"
-        assets = [r for r in fig.requests if "/_static/interactive/" in r]
+        assets = [r for r in seen["requests"] if "/_static/interactive/" in r]
         added = sum((html_dir / urlsplit(r).path.lstrip("/")).stat().st_size for r in assets)
-        added += sum(len(x.encode("utf-8")) for x in specs)
+        added += sum(len(x.encode("utf-8")) for x in seen["specs"])
         assert 0 < added <= BUDGET, f"{name}：交互图多传了 {added} 字节"
-        assert not problems, "\n".join(problems)
+        assert not seen["problems"], "\n".join(seen["problems"])
     requested: list[str] = []
     try:
         tab.visit(site + "book/s1_intuition.html", "light", lambda route: route.continue_(),
@@ -352,20 +404,30 @@ LUMINANCE = """(name) => {
 }"""
 
 
+def read_dark(screenshots):
+    def read(fig, name: str) -> dict:
+        fig.page.wait_for_selector(f'[data-figure="{name}"][data-ready]', timeout=20000)
+        fig.shot(screenshots, "-dark", name)
+        return {"theme": fig.page.evaluate("document.documentElement.dataset.theme"),
+                "colors": fig.page.evaluate(LUMINANCE, name)}
+    return read
+
+
+@pytest.fixture(scope="module")
+def in_dark(tab, site, screenshots) -> dict[str, dict]:
+    return each_page(tab, site, read_dark(screenshots), color_scheme="dark")
+
+
 @pytest.mark.parametrize("name", list(FIGURES))
-def test_text_is_light_in_dark_mode(tab, site, screenshots, name):
-    fig = Figure(tab, site, name, color_scheme="dark")
-    try:
-        assert fig.page.evaluate("document.documentElement.dataset.theme") == "dark"
-        colors = fig.page.evaluate(LUMINANCE, name)
-        fig.shot(screenshots, "-dark")
-    finally:
-        problems = fig.close()
+def test_text_is_light_in_dark_mode(in_dark, name):
+    seen = _checked(in_dark[name])
+    colors = seen["colors"]
+    assert seen["theme"] == "dark"
     assert colors["readout"] and min(colors["readout"]) > 0.6, colors
     assert colors["axis"] and min(colors["axis"]) > 0.6, colors
     channels = [int(c) for c in re.findall(r"\d+", colors["controls"])[:3]]
     assert sum(channels) / 3 > 150, colors["controls"]
-    assert not problems, "\n".join(problems)
+    assert not seen["problems"], "\n".join(seen["problems"])
 
 
 def directive_alt(docname: str, glue_name: str) -> str:
@@ -377,27 +439,30 @@ def directive_alt(docname: str, glue_name: str) -> str:
     return alt.group(1).strip()
 
 
+def read_without_javascript(fig, name: str) -> dict:
+    img = fig.page.locator(f'[data-figure="{name}"] img.interactive-figure-static')
+    img.scroll_into_view_if_needed()
+    fig.page.wait_for_function(
+        "(name) => { const i = document.querySelector("
+        "`[data-figure=\"${name}\"] img.interactive-figure-static`);"
+        " return i.complete && i.naturalWidth > 0; }", arg=name, timeout=5000)
+    return {"visible": img.is_visible(), "alt": img.get_attribute("alt"), "src": img.get_attribute("src")}
+
+
+@pytest.fixture(scope="module")
+def without_javascript(tab_without_javascript, site) -> dict[str, dict]:
+    return each_page(tab_without_javascript, site, read_without_javascript)
+
+
 @pytest.mark.parametrize("name", list(FIGURES))
-def test_without_javascript_the_static_figure_shows_with_the_same_alt(tab_without_javascript, site, name):
+def test_without_javascript_the_static_figure_shows_with_the_same_alt(without_javascript, name):
     docname, _, glue_name = FIGURES[name]
-    fig = Figure(tab_without_javascript, site, name)
-    try:
-        img = fig.root.locator("img.interactive-figure-static")
-        img.scroll_into_view_if_needed()
-        fig.page.wait_for_function(
-            "(name) => { const i = document.querySelector("
-            "`[data-figure=\"${name}\"] img.interactive-figure-static`);"
-            " return i.complete && i.naturalWidth > 0; }", arg=name, timeout=5000)
-        visible = img.is_visible()
-        alt = img.get_attribute("alt")
-        src = img.get_attribute("src")
-    finally:
-        problems = fig.close()
-    assert visible
-    assert alt == directive_alt(docname, glue_name)
-    assert src.startswith("../_images/interactive-") and src.endswith(".svg")
-    assert not [r for r in fig.requests if "book-interactive.js" in r]
-    assert not problems, "\n".join(problems)
+    seen = _checked(without_javascript[name])
+    assert seen["visible"]
+    assert seen["alt"] == directive_alt(docname, glue_name)
+    assert seen["src"].startswith("../_images/interactive-") and seen["src"].endswith(".svg")
+    assert not [r for r in seen["requests"] if "book-interactive.js" in r]
+    assert not seen["problems"], "\n".join(seen["problems"])
 
 
 # ---------------------------------------------------------------- 读屏软件听到的是中文
@@ -408,17 +473,11 @@ VEGA_ENGLISH = re.compile(r"\b(mark|container|visualization|axis|titled|scale|va
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
-def test_screen_reader_descriptions_are_chinese(tab, site, name):
+def test_screen_reader_descriptions_are_chinese(in_light, name):
     """图里每个 aria-roledescription / aria-label 都是中文说明，没有 Vega 默认的英文，也没有 undefined。"""
-    fig = Figure(tab, site, name)
-    labels = fig.root.evaluate("""(fig) => {
-        const chart = fig.querySelector('.interactive-figure-chart');
-        return [chart, ...chart.querySelectorAll('[aria-roledescription], [aria-label]')]
-          .flatMap(e => [e.getAttribute('aria-roledescription'), e.getAttribute('aria-label')])
-          .filter(Boolean);
-    }""")
-    problems = fig.close()
-    assert not problems, problems
+    seen = _checked(in_light[name])
+    assert not seen["problems"], seen["problems"]
+    labels = seen["reader_labels"]
     assert labels, f"{name}：图里没有任何给读屏软件的说明"
     english = [label for label in labels if VEGA_ENGLISH.search(label)]
     assert not english, f"{name}：这些说明还是英文：{english[:5]}"
