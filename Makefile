@@ -56,6 +56,7 @@ pdf: setup
 # 截图，给人看网站长什么样（不是检查，make test 不截）：构建网站，再跑浏览器测试，把每页浅色、深色的整页截图
 # 和交互图的截图存到 _build/screenshots/
 screenshots: html
+	@tools/system_deps.sh install browser
 	BOOK_PREBUILT=. BOOK_SCREENSHOTS=1 $(PY) -m pytest -p no:cacheprovider -q tests/test_browser.py tests/test_interactive_browser.py
 	@echo "截图: _build/screenshots/"
 

@@ -477,11 +477,11 @@ class Screenshots:
     folder: Path
     enabled: bool
 
-    def page(self, page, name: str, full_page: bool = True) -> None:
-        """把页面存成 name（默认整页）；不要截图时什么都不做。"""
-        if self.enabled:
+    def page(self, tab_page, name: str, full_page: bool = True, always: bool = False) -> None:
+        """把页面存成 name（默认整页）；不要截图时什么都不做，除非 always（测试失败时留给人看的那一张）。"""
+        if self.enabled or always:
             self.folder.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(self.folder / name), full_page=full_page)
+            tab_page.screenshot(path=str(self.folder / name), full_page=full_page)
 
     def element(self, locator, name: str) -> None:
         """只截页面上的一个元素（交互图）；不要截图时什么都不做。"""
@@ -490,7 +490,12 @@ class Screenshots:
             locator.screenshot(path=str(self.folder / name))
 
 
+def screenshots_wanted(environ=os.environ) -> bool:
+    """BOOK_SCREENSHOTS 设为非空、也不是 0 时截图（与 BOOK_KERNEL_PRELOAD=0 一样，0 表示关）。"""
+    return environ.get(SCREENSHOTS_ENV, "") not in ("", "0")
+
+
 @pytest.fixture(scope="module")
 def screenshots(built_book) -> Screenshots:
-    """供人查看的截图：环境变量 BOOK_SCREENSHOTS 非空时存到 <构建目录>/_build/screenshots/，否则不截。"""
-    return Screenshots(built_book.root / "_build" / "screenshots", bool(os.environ.get(SCREENSHOTS_ENV)))
+    """供人查看的截图：要截图时（screenshots_wanted）存到 <构建目录>/_build/screenshots/，否则不截。"""
+    return Screenshots(built_book.root / "_build" / "screenshots", screenshots_wanted())

@@ -23,7 +23,8 @@ import pytest
 import yaml
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from conftest import CHROMIUM, CHROMIUM_ARGS, REPO, VIEWPORT, Screenshots, Tab, settle, toc_docnames
+from conftest import (CHROMIUM, CHROMIUM_ARGS, REPO, VIEWPORT, Screenshots, Tab, screenshots_wanted, settle,
+                      toc_docnames)
 from pagekit import allowed_latin_words, english_words, load_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
@@ -295,15 +296,19 @@ def test_homework_solutions_open_on_click(tab, site, screenshots):
     assert not visit.problems, "\n".join(visit.problems)
 
 
-
 def test_screenshots_are_taken_only_when_asked(tab, site, tmp_path):
-    """make test 不截图；BOOK_SCREENSHOTS 打开时截的是整页（比一屏高），不只是第一屏。"""
+    """make test 不截图（BOOK_SCREENSHOTS 没有设，或设为 0）；打开时截的是整页（比一屏高），不只是第一屏。"""
+    assert not screenshots_wanted({}) and not screenshots_wanted({"BOOK_SCREENSHOTS": "0"})
+    assert screenshots_wanted({"BOOK_SCREENSHOTS": "1"})
     visit = Visit(tab, site, page_path("book/changelog"))
     try:
         Screenshots(tmp_path / "off", enabled=False).page(visit.page, "changelog.png")
         Screenshots(tmp_path / "on", enabled=True).page(visit.page, "changelog.png")
         Screenshots(tmp_path / "on", enabled=True).element(visit.page.locator("article h1"), "title.png")
-        height = visit.page.evaluate("document.documentElement.scrollHeight")
+        # Playwright 的整页截图取这几个高度里最大的一个
+        height = visit.page.evaluate("Math.max(document.body.scrollHeight, document.body.offsetHeight,"
+                                     " document.documentElement.scrollHeight, document.documentElement.offsetHeight,"
+                                     " document.documentElement.clientHeight)")
     finally:
         visit.close()
     assert not (tmp_path / "off").exists()
@@ -313,6 +318,7 @@ def test_screenshots_are_taken_only_when_asked(tab, site, tmp_path):
     assert height > VIEWPORT["height"] and shot_height == height, (shot_height, height)
     title = (tmp_path / "on" / "title.png").read_bytes()
     assert 0 < int.from_bytes(title[20:24], "big") < VIEWPORT["height"] / 2
+
 
 @pytest.mark.parametrize("query, expected", [
     ("因果遮蔽", "book/s3_causal_mask.html"),
@@ -326,7 +332,7 @@ def test_search_page_finds_chinese_terms(tab, site, screenshots, built_book, que
         try:
             page.wait_for_selector("#search-results ul.search li a", timeout=15000)
         except PlaywrightTimeout:
-            screenshots.page(page, f"search-{expected.split('/')[-1][:-5]}.png", full_page=False)
+            screenshots.page(page, f"search-{expected.split('/')[-1][:-5]}.png", full_page=False, always=True)
             pytest.fail(f"搜索“{query}”15 秒内没有任何结果（中文检索索引里没有这个词？）\n"
                         + "\n".join(visit.problems))
         page.wait_for_function(

@@ -111,17 +111,24 @@ class Figure:
 
 def each_page(tab, site, read, color_scheme: str = "light") -> dict[str, dict]:
     """打开有交互图的每一页一次，对这一页上的每张图调用 read(figure, name)（figure 是这一页的 Figure）。
-    返回 {图名: read 的结果，外加这一页的 "problems" 和 "requests"}；打开或读取时出错，则是 {"error": …}，
-    由用到它的测试报告（别的页照读）。"""
+    返回 {图名: read 的结果，外加这一页的 "problems" 和 "requests"}。读一张图时出错，这张图是 {"error": …}，
+    同一页的别的图照读；页面打不开（或它的第一张图没有画好）时，这一页的每张图都是 {"error": …}。
+    错误由用到它的测试报告。"""
     seen: dict[str, dict] = {}
     for docname in dict.fromkeys(page for page, _, _ in FIGURES.values()):
         names = [name for name, (page, _, _) in FIGURES.items() if page == docname]
+        found: dict[str, dict] = {}
         fig = None
         try:
             fig = Figure(tab, site, names[0], color_scheme)
-            found = {name: read(fig, name) for name in names}
+            for name in names:
+                try:
+                    found[name] = read(fig, name)
+                except Exception as exc:  # noqa: BLE001
+                    found[name] = {"error": f"{name}：读取没能做完：{type(exc).__name__}: {exc}"}
         except Exception as exc:  # noqa: BLE001
-            found = {name: {"error": f"{docname}：读取没能做完：{type(exc).__name__}: {exc}"} for name in names}
+            found = {name: {"error": f"{docname}（{names[0]}）打开时出错：{type(exc).__name__}: {exc}"}
+                     for name in names}
         finally:
             problems = fig.close() if fig else []
         for name in names:
@@ -408,13 +415,15 @@ def read_dark(screenshots):
     def read(fig, name: str) -> dict:
         fig.page.wait_for_selector(f'[data-figure="{name}"][data-ready]', timeout=20000)
         fig.shot(screenshots, "-dark", name)
-        return {"theme": fig.page.evaluate("document.documentElement.dataset.theme"),
+        return {"ready": fig.page.locator(f'[data-figure="{name}"]').get_attribute("data-ready"),
+                "theme": fig.page.evaluate("document.documentElement.dataset.theme"),
                 "colors": fig.page.evaluate(LUMINANCE, name)}
     return read
 
 
 @pytest.fixture(scope="module")
 def in_dark(tab, site, screenshots) -> dict[str, dict]:
+    """深色模式下每张图的文字颜色（见 each_page）。"""
     return each_page(tab, site, read_dark(screenshots), color_scheme="dark")
 
 
@@ -422,6 +431,7 @@ def in_dark(tab, site, screenshots) -> dict[str, dict]:
 def test_text_is_light_in_dark_mode(in_dark, name):
     seen = _checked(in_dark[name])
     colors = seen["colors"]
+    assert seen["ready"] == "true", seen["problems"]
     assert seen["theme"] == "dark"
     assert colors["readout"] and min(colors["readout"]) > 0.6, colors
     assert colors["axis"] and min(colors["axis"]) > 0.6, colors
@@ -451,6 +461,7 @@ def read_without_javascript(fig, name: str) -> dict:
 
 @pytest.fixture(scope="module")
 def without_javascript(tab_without_javascript, site) -> dict[str, dict]:
+    """关掉 JavaScript 时每张图的位置上显示的静态图（见 each_page）。"""
     return each_page(tab_without_javascript, site, read_without_javascript)
 
 

@@ -130,7 +130,7 @@ def test_provenance_says_fresh_only_for_a_venv_created_from_empty_with_this_lock
 
 
 def test_parallel_install_puts_pip_first_torch_alone_and_every_pin_in_exactly_one_part(tmp_path):
-    """make setup 分几份同时装锁（lock.split_lock）：pip 与 setuptools 那一份先单独装；其余每个包正好在一份里。"""
+    """make setup 在新环境里分几份同时装锁（lock.split_lock）：pip、setuptools、wheel 那一份先单独装；其余每个包正好在一份里。"""
     pins = [f"{name}=={version}" for name, version in lock.read_pins(lock.LOCK).items()]
     first, parts = lock.split_lock(tmp_path, 3)
     lines = {path: path.read_text(encoding="utf-8").split() for path in [first, *parts]}

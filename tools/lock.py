@@ -5,7 +5,8 @@
                                   # 按 requirements.txt 安装，再把装上的每个包连同版本写进 requirements.lock
   python tools/lock.py install --venv .venv
                                   # 按锁安装（make setup）：锁里的包一个不多一个不少（--no-deps），
-                                  # 再以可编辑方式装上本书的包 minigpt，最后 pip check 确认依赖自洽
+                                  # 并以可编辑方式装上本书的包 minigpt，最后 pip check 确认依赖自洽；
+                                  # 新建的环境分几份同时装（见 install）
 
 改了 requirements.txt（加一个依赖、换一个版本）之后运行 `make lock`，把 requirements.txt 与
 requirements.lock 一起提交。tests/test_lock.py 检查两者一致，并从锁建一个全新的环境核对它。
@@ -96,13 +97,13 @@ def run_together(cmds: list[list[str]], **kw) -> None:
             raise subprocess.CalledProcessError(code, cmd)
 
 
-# pip 自己和 venv 随 pip 装上的 setuptools：新环境里已有旧版本，按锁换版本时 pip 要先卸掉旧的（这时别的 pip 进程
-# 会看到半卸载的包），换 pip 本身时别的 pip 进程正从它 import。所以它们先单独装，其余的再同时装
+# 装包的工具：pip 自己、venv 随它装上的 setuptools，以及 wheel。新环境里已有旧版的 pip 与 setuptools，按锁换版本时
+# pip 要先卸掉旧的（这时别的 pip 进程会看到半卸载的包）；换 pip 本身时，别的 pip 进程正从它 import。所以它们先单独装
 INSTALLER = ("pip", "setuptools", "wheel")
 
 
 def split_lock(folder: Path, parts: int) -> tuple[Path, list[Path]]:
-    """把锁写成 folder 下的几个 requirements 文件：先装的 pip 与 setuptools 一份，其余分成 parts 份（torch 单独一份：
+    """把锁写成 folder 下的几个 requirements 文件：先装的 INSTALLER 一份，其余分成 parts 份（torch 单独一份：
     它一个就要解压 700 多 MB），可以同时装。"""
     pins = {name: f"{name}=={version}" for name, version in read_pins(LOCK).items()}
     first = [pins.pop(name) for name in INSTALLER if name in pins]
@@ -168,13 +169,18 @@ def install(venv: Path) -> None:
     # pip 默认逐个文件、单进程地编译 .pyc（torch 的几千个文件要几分钟）；改为装完后用 compileall 在所有核上一起编译，
     # 结果一样（每个 .py 都有 .pyc：沙箱里只读的环境无法在 import 时补写），只是快得多
     pip = [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile"]
-    # 锁里的包各装各的（--no-deps），彼此没有一个共用的文件，所以除了先装的 pip 与 setuptools（INSTALLER），其余分成
-    # 三份同时装，本书的包也同时装（可编辑安装在隔离的构建环境里打包，不用这个环境里的任何东西）。一个 pip 逐个查索引、
-    # 逐个解压，一半时间在等网络和磁盘，也只用一个核：在 2 核的机器上，一个 pip 装完整个锁要 45–55 秒，这样 25–35 秒
-    with tempfile.TemporaryDirectory(prefix="lock-install-") as tmp:
-        first, parts = split_lock(Path(tmp), 3)
-        run(pip + ["-r", str(first)], cwd=REPO)
-        run_together([pip + ["-r", str(part)] for part in parts] + [pip + ["-e", str(REPO)]], cwd=REPO)
+    if fresh:
+        # 新环境里只有 venv 装上的 pip 与 setuptools；锁里的包各装各的（--no-deps），彼此没有一个共用的文件：先装 INSTALLER，
+        # 其余分成三份同时装，本书的包也同时装（可编辑安装在隔离的构建环境里打包，不用这个环境里的任何东西）。
+        # 一个 pip 逐个查索引、逐个解压，一半时间在等网络和磁盘，也只用一个核：在 2 核的机器上，一个 pip 装完整个锁
+        # 要 45–55 秒，这样 25–35 秒。已有的环境不这样装：换版本要先卸载旧版，旧版的文件可能正是另一个 pip 在写的
+        with tempfile.TemporaryDirectory(prefix="lock-install-") as tmp:
+            first, parts = split_lock(Path(tmp), 3)
+            run(pip + ["-r", str(first)], cwd=REPO)
+            run_together([pip + ["-r", str(part)] for part in parts] + [pip + ["-e", str(REPO)]], cwd=REPO)
+    else:
+        run(pip + ["-r", str(LOCK)], cwd=REPO)
+        run(pip + ["-e", str(REPO)], cwd=REPO)
     compile_all(python)
     run([str(python), "-m", "pip", "check"], cwd=REPO, stdout=subprocess.DEVNULL)
     record_provenance(venv, fresh)

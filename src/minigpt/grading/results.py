@@ -13,8 +13,9 @@ SHORT = {"1a": "1(一)", "1b": "1(二)", "2a": "2(一)", "2b": "2(二)", "3": "3
 
 
 def exercises() -> tuple:
-    """作业的各道小题（``minigpt.homework.EXERCISES``，分值定义在检查器旁边）。用到时才导入：homework 要导入 torch，
-    而批改程序在开始批改之前（--help、选项写错、拒绝运行）用不到它，不必先花一两秒 CPU。"""
+    """作业的各道小题（``minigpt.homework.EXERCISES``，分值定义在检查器旁边）。
+    用到时才导入：homework 要导入 torch，而批改程序在开始批改之前
+    （--help、选项写错、拒绝运行）用不到它，不必先花一两秒 CPU。"""
     from ..homework import EXERCISES
 
     return EXERCISES
@@ -97,11 +98,11 @@ class SubmissionResult:
     def from_json(cls, data: dict) -> "SubmissionResult":
         """读回报告里的一行（--resume）；格式不对时抛 KeyError / TypeError / ValueError。"""
         titles = {e.key: e.title for e in exercises()}
-        cells = [ExerciseResult(key, titles[key], **value) for key, value in data["exercises"].items()]
-        if [e.key for e in cells] != [e.key for e in exercises()]:
+        graded = [ExerciseResult(key, titles[key], **value) for key, value in data["exercises"].items()]
+        if [e.key for e in graded] != [e.key for e in exercises()]:
             raise ValueError("小题与本包的不一致")
         return cls(path=str(data["path"]), graded=bool(data["graded"]),
-                   problem=str(data["problem"]), exercises=cells,
+                   problem=str(data["problem"]), exercises=graded,
                    cell_problems=[Problem(**p) for p in data["cell_problems"]],
                    sha256=str(data["sha256"]), sandboxed=bool(data["sandboxed"]),
                    notes=[str(n) for n in data.get("notes", [])],
