@@ -8,20 +8,10 @@
 
 import sys
 
+# 只导入命令行入口：判分（grade_submission，连带 torch 和检查器）
+# 由 minigpt.grading 在用到时才导入，所以 --help、选项写错、
+# 拒绝运行不必先花一两秒
 from .grading import main
-
-__all__ = ["grade_submission", "main"]
-
-
-def __getattr__(name: str):
-    """``grade_submission`` 用到时才导入（它连带导入 torch 和检查器）：
-    只看 --help、选项写错、拒绝运行的时候，命令不必先花一两秒导入它们。"""
-    if name == "grade_submission":
-        from .grading import grade_submission
-
-        return grade_submission
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 if __name__ == "__main__":
     sys.exit(main())
