@@ -120,6 +120,17 @@ def venv_below_tmp():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _top_folders_below_tmp(cmd: list[str]) -> set[str]:
+    """bwrap 命令里只读挂上的路径（--ro-bind 的目标）在 /tmp 下的第一级文件夹名。"""
+    out = set()
+    for i, arg in enumerate(cmd[:-2]):
+        if arg == "--ro-bind":
+            target = Path(cmd[i + 2])
+            if target.parts[:2] == ("/", "tmp") and len(target.parts) > 2:
+                out.add(target.parts[2])
+    return out
+
+
 INSIDE = r"""
 import json, os, sys, minigpt
 def write(folder):
@@ -129,7 +140,7 @@ def write(folder):
     except OSError as err:
         return err.strerror
 root = sys.argv[1]
-print(json.dumps({"prefix": sys.prefix, "package": minigpt.__file__, "tmp": os.listdir("/tmp"),
+print(json.dumps({"prefix": sys.prefix, "package": minigpt.__file__, "tmp": sorted(os.listdir("/tmp")),
                   "root": sorted(os.listdir(root)), "venv": write(sys.prefix),
                   "package_dir": write(os.path.dirname(minigpt.__file__)), "private_tmp": write("/tmp")}))
 """
@@ -142,13 +153,22 @@ def test_a_venv_and_package_below_tmp_are_visible_read_only_and_the_rest_of_tmp_
                            "print(json.dumps(sandbox.bwrap_command(sandbox.Limits(), os.getuid() == 0)))"],
                           capture_output=True, text=True, check=True, cwd=root)
     cmd = json.loads(made.stdout)
-    proc = subprocess.run(cmd + [str(python), "-c", INSIDE, str(root)], capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
+    # 沙箱的 /tmp 里该看见的，正是沙箱为 Python 挂上的那些路径在 /tmp 下的第一级文件夹：这个虚拟环境的文件夹，
+    # 以及（仓库本身在 /tmp 下时）.pth 指向的项目虚拟环境所在的文件夹。测试不假定仓库在哪里
+    needed = _top_folders_below_tmp(cmd)
+    assert root.name in needed, cmd
+    decoy = Path(tempfile.mkdtemp(prefix="minigpt-decoy-", dir="/tmp"))
+    try:
+        proc = subprocess.run(cmd + [str(python), "-c", INSIDE, str(root)], capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+    finally:
+        decoy.rmdir()
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout)
     assert seen["prefix"] == str(root / "venv")
     assert seen["package"] == str(root / "src" / "minigpt" / "__init__.py")
-    assert seen["tmp"] == [root.name], "沙箱的 /tmp 里只该有通往虚拟环境的那个文件夹"
+    assert seen["tmp"] == sorted(needed), "沙箱的 /tmp 里只该有为 Python 挂上的路径所在的文件夹"
+    assert decoy.name not in seen["tmp"]
     assert seen["root"] == ["src", "venv"], "虚拟环境旁边的文件不该看得见"
     assert seen["venv"] == seen["package_dir"] == "Read-only file system"
     assert seen["private_tmp"] == "written"
