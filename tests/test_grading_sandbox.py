@@ -181,13 +181,14 @@ def test_grading_from_a_venv_below_tmp_works_and_hostile_submissions_stay_inside
     root, python = venv_below_tmp
     names = ["correct", "hostile_write_package", "hostile_list_submissions", "hostile_read_outside"]
     files = _copy_submissions(root, names)
-    Path(generate.SECRET_FILE).write_text("老师的秘密", encoding="utf-8")
     package = _fingerprint(root / "src")
     report = tmp_path / "report.json"
-    proc = subprocess.run([str(python), "-m", "minigpt.grade", *map(str, files), "--json", str(report),
-                           "--jobs", "2", "--timeout", "30"],
-                          capture_output=True, text=True, timeout=900, cwd=tmp_path,
-                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    with generate.secret_on_host() as secret:
+        proc = subprocess.run([str(python), "-m", "minigpt.grade", *map(str, files), "--json", str(report),
+                               "--jobs", "2", "--timeout", "30"],
+                              capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                              env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        assert secret.exists()
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stdout + proc.stderr
     subs = {Path(s["path"]).stem: s for s in json.loads(report.read_text(encoding="utf-8"))["submissions"]}
@@ -197,7 +198,7 @@ def test_grading_from_a_venv_below_tmp_works_and_hostile_submissions_stay_inside
     listed = _last_cell_problem(subs["hostile_list_submissions"], "hostile_list_submissions")
     assert "没有找到别的提交" in listed["message"]
     read = _last_cell_problem(subs["hostile_read_outside"], "hostile_read_outside")
-    assert read["exception"] == "FileNotFoundError" and generate.SECRET_FILE in read["message"]
+    assert read["exception"] == "FileNotFoundError" and generate.SECRET_PREFIX + "* 一个也没有" in read["message"]
     assert _fingerprint(root / "src") == package
 
 

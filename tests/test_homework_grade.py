@@ -77,8 +77,8 @@ def graded(tmp_path_factory):
     package_before = _package_files()
     out = tmp_path_factory.mktemp("grade")
     report, gradebook = out / "report.json", out / "grades.csv"
-    secret = Path(generate.SECRET_FILE)
-    secret.write_text("老师的秘密", encoding="utf-8")
+    secret = generate.secret_on_host()
+    secret.__enter__()
     for f in generate.ESCAPE_FILES:
         Path(f).unlink(missing_ok=True)
     listener = socket.socket()
@@ -102,6 +102,7 @@ def graded(tmp_path_factory):
             connected = False
     finally:
         listener.close()
+        secret.__exit__(None, None, None)
     escaped = [f for f in generate.ESCAPE_FILES if Path(f).exists()]
     data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else None
     by_name = {Path(s["path"]).name: s for s in data["submissions"]} if data else {}
@@ -420,7 +421,7 @@ def test_shapes_are_what_they_claim_to_be():
 
 # 名字 → (最后一个单元记下的问题种类, 异常类型, 说明里的字样)
 ATTACKS = {
-    "hostile_read_outside": ("error", "FileNotFoundError", generate.SECRET_FILE),
+    "hostile_read_outside": ("error", "FileNotFoundError", generate.SECRET_PREFIX + "* 一个也没有"),
     "hostile_list_submissions": ("error", "FileNotFoundError", "没有找到别的提交"),
     "hostile_write_outside": ("error", "FileNotFoundError", "/var/tmp"),
     "hostile_write_package": ("error", "OSError", "Read-only file system"),

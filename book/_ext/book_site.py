@@ -5,7 +5,9 @@
 
 1. **中文检索词典用绝对路径。** Sphinx 把 ``html_search_options['dict']`` 按构建时的工作目录解析，
    找不到就悄悄不用。这里按配置目录（``app.confdir``）把它变成绝对路径；文件不存在时发警告
-   （构建带 ``-W``，于是构建失败），而不是让检索默默退化。
+   （构建带 ``-W``，于是构建失败），而不是让检索默默退化。jieba 把词典缓存写在所有用户共用的
+   ``/tmp/jieba.cache``（权限 0600）：别的用户先构建过，这里就读不了也写不了，每次构建多花一秒，还在输出里
+   打印一段 PermissionError 的 traceback。这里把缓存放进本用户的缓存目录（``~/.cache/minigpt-book``）。
 2. **MathJax 离线。** ``mathjax_path`` 在 _config.yml 里指向本站的 ``_static/mathjax/tex-chtml.js``；
    这里在 HTML 构建结束时把 PyPI 包 ``sphinx-mathjax-offline`` 自带的 MathJax 3 复制过去。它不在源目录的
    ``_static`` 里，所以 Jupyter Book 不会把它的几十个 .js 挂到每一页上。（不直接加载那个扩展：它对 PDF
@@ -56,6 +58,7 @@ from __future__ import annotations
 
 import html
 import importlib
+import os
 import re
 import shutil
 from pathlib import Path
@@ -88,6 +91,24 @@ def absolute_search_dict(app: Sphinx, config) -> None:
         logger.warning(f"[book_site] 中文检索词典不存在：{path}（html_search_options['dict']）")
     options["dict"] = str(path)
     config.html_search_options = options
+
+
+def jieba_cache_of_this_user(app: Sphinx, config) -> None:
+    """jieba 的词典缓存放进本用户的缓存目录，而不是所有用户共用的 /tmp/jieba.cache（见模块说明第 1 条）。"""
+    try:
+        import jieba
+    except ImportError:  # 没有 jieba 时 Sphinx 的中文检索本来就不用它
+        return
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "minigpt-book"
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        usable = os.access(cache, os.W_OK)
+    except OSError:
+        usable = False
+    if not usable:  # 家目录写不了（有的 CI、容器）：放在这次构建的输出目录旁边
+        cache = Path(app.doctreedir).parent / ".jieba"
+        cache.mkdir(parents=True, exist_ok=True)
+    jieba.dt.tmp_dir = str(cache)
 
 
 # ---- 2. 离线 MathJax ------------------------------------------------------------------------
@@ -346,6 +367,7 @@ def setup(app: Sphinx) -> dict:
     # pydata-sphinx-theme 在 builder-inited 时把它的 Bootstrap 混入类套在这里登记的写出器上
     app.set_translator("html", CitationListTranslator)
     app.connect("config-inited", absolute_search_dict)
+    app.connect("config-inited", jieba_cache_of_this_user)
     app.connect("html-page-context", offer_notebook_download, priority=500)
     app.connect("html-page-context", chinese_download_menu, priority=502)
     app.connect("html-page-context", page_scripts)
