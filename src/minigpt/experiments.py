@@ -268,17 +268,19 @@ class ActivationScale:
 
 
 # 第 6 节 Transformer Block「LayerNorm」：为什么 Block 里少不了它
-def activation_scale(num_layers: int = 32, d_model: int = 8, num_heads: int = 2,
-                     seq_len: int = 5, seed: int = 42) -> ActivationScale:
+def activation_scale(num_layers: int = 32, d_model: int = 8,
+                     num_heads: int = 2, seq_len: int = 5,
+                     seed: int = 42) -> ActivationScale:
     """把同一个 x 送过一摞 Block 两次：一次原样，一次跳过两个 LayerNorm。
 
-    两次用的是同一批 Block（同样的注意力和 FFN 参数），唯一的差别是 LayerNorm。
+    两次用的是同一批 Block（注意力和 FFN 的参数相同），唯一的差别是 LayerNorm。
     RMS = 全部激活值平方的平均再开方，即一个激活值的典型大小。
     创建顺序：设种子 → x → 逐个建 Block。只做前向，不算梯度。
     """
     torch.manual_seed(seed)
     x = torch.randn(1, seq_len, d_model)  # [batch, seq, d_model]
-    blocks = [TransformerBlock(d_model, num_heads) for _ in range(num_layers)]
+    blocks = [TransformerBlock(d_model, num_heads)
+              for _ in range(num_layers)]
     mask = causal_mask(seq_len)
 
     def rms(t: torch.Tensor) -> float:
@@ -288,8 +290,10 @@ def activation_scale(num_layers: int = 32, d_model: int = 8, num_heads: int = 2,
     a = b = x
     with torch.no_grad():
         for block in blocks:
-            a = block(a, mask)              # LN(x + 子层(x))，两次
-            b = b + block.attn(b, mask)     # 只有残差相加，没有 LayerNorm
+            # 原样：两个子层各是 LN(x + 子层(x))
+            a = block(a, mask)
+            # 同样的子层，只有残差相加，没有 LayerNorm
+            b = b + block.attn(b, mask)
             b = b + block.ffn(b)
             with_ln.append(rms(a))
             without_ln.append(rms(b))
