@@ -80,6 +80,7 @@ def test_index_says_which_numbers_are_computed_and_which_are_illustrative(built_
     for kind in ("打印", "图", "正文"):
         assert kind in computed, kind
     assert "“示意”" in illustrative and "第 1 节" in illustrative
+    assert "中文教程" in illustrative, "示意数字出自来源教程，首页要说清"
 
 
 def test_index_limits_reproducibility_to_the_pinned_pytorch_and_platform(built_book):
@@ -161,6 +162,9 @@ def test_s1_illustrative_row_has_full_header_and_is_marked(built_book):
     assert len(headers) == 7 and all(headers), f"表头有空格子：{headers}"
     assert cells[0] == "sat" and abs(sum(float(c) for c in cells[1:]) - 1) < 1e-9, cells
     assert "示意" in note.get_text()
+    # 这一行数是来源教程编的，不是本书编的：说明里写明出处并链接到参考资料页
+    assert "中文教程" in note.get_text() and "我们" not in note.get_text(), note.get_text()
+    assert note.find("a", href=re.compile(r"^references\.html")), note
 
 
 def test_s1_says_nn_linear_stores_the_transpose_and_shows_it(built_book):
@@ -418,6 +422,7 @@ def test_s3_leak_is_any_nonzero_weight_and_training_would_grow_it(built_book):
     toy = torch.softmax(torch.tensor([0.3, 0.5, 0.8]), dim=-1)
     assert f"以 {toy[2].item():.2f} 的权重" in leak, leak
     assert "最大" not in leak, "泄露与份额是否最大无关"
+    assert any("示意分数" in p and "中文教程" in p for p in paragraphs(page)), "示意分数没有写明出自来源教程"
     assert "梯度下降" in leak and "加大这份权重" in leak, leak
     # 指向后面小实验的交叉引用写的是节号（第 3.5 节），不是那一节的标题
     assert "训练会把偷看放大一节" not in leak
