@@ -79,6 +79,12 @@ def test_first_half_shares_are_glued_into_the_prose(page):
     units = {7: "一千万", 8: "一亿", 9: "十亿", 10: "一百亿"}
     assert f"每{units[k]}份梯度里约占 {rnn_half * 10**k:.1f} 份" in prose, prose
     assert 1 <= rnn_half * 10**k < 10
+    # 两者之比读成“约 9400 万倍”（两位有效数字，按万、亿分段）
+    ratio = attn_half / rnn_half
+    big, name = (1e8, "亿") if ratio >= 1e8 else (1e4, "万")
+    shown = re.search(rf"约是 RNN 的 ([\d.]+) {name} 倍", prose)
+    assert shown, prose
+    assert abs(float(shown.group(1)) * big / ratio - 1) < 0.06, (shown.group(1), ratio)
     assert not re.search(r"RNN[^\n]*0\.000%", _outputs(soup))
     assert f"{attn_half:.3%}" == G.AP_FIRST_HALF_SHARE["Attention"] and G.AP_FIRST_HALF_SHARE["Attention"] in prose
     rnn = G.AP_RNN_GRAD_3E
