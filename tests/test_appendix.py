@@ -82,7 +82,7 @@ def test_first_half_shares_are_glued_into_the_prose(page):
     # 两者之比读成“约 9400 万倍”（两位有效数字，按万、亿分段）
     ratio = attn_half / rnn_half
     big, name = (1e8, "亿") if ratio >= 1e8 else (1e4, "万")
-    shown = re.search(rf"约是 RNN 的 ([\d.]+) {name} 倍", prose)
+    shown = re.search(rf"约是 RNN 的 ([\d.]+) {name}倍", prose)
     assert shown, prose
     assert abs(float(shown.group(1)) * big / ratio - 1) < 0.06, (shown.group(1), ratio)
     assert not re.search(r"RNN[^\n]*0\.000%", _outputs(soup))
