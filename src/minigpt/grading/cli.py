@@ -1,4 +1,4 @@
-"""命令行：python -m minigpt.grade 提交.ipynb … （见「作业」一节的「给教师」）。"""
+"""命令行：python -m minigpt.grade 提交.ipynb … （见「教师指南」一页）。"""
 
 from __future__ import annotations
 
