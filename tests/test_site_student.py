@@ -62,7 +62,8 @@ def found(site: Path, lines: set[str]) -> dict[str, set[str]]:
 def test_strip_solutions_removes_gated_and_plain_solution_directives_and_nothing_else():
     text = ("前\n\n```{solution-start} ex\n:class: dropdown\n```\n答案文字\n\n```{code-cell} ipython3\nx = 1\n```\n\n"
             "```{solution-end}\n```\n中\n\n:::{solution} ex2\n另一个答案\n:::\n后\n")
-    assert book_solutions.strip_solutions(text) == "前\n\n中\n\n后\n"
+    note = book_solutions.HIDDEN_NOTE
+    assert book_solutions.strip_solutions(text) == f"前\n\n{note}\n中\n\n{note}\n后\n"
 
 
 @pytest.mark.book
@@ -80,6 +81,8 @@ def test_the_student_site_keeps_every_page_exercise_and_starter_cell(built_book,
     assert missing == []
     full, student = soup(built_book.html / "book" / "homework.html"), soup(student_site.html / "book" / "homework.html")
     assert student.select("div.solution") == [] and len(full.select("div.solution")) >= 3
+    notes = [p.get_text(strip=True) for p in student.select("article p.solution-hidden")]
+    assert notes == [book_solutions.HIDDEN_NOTE] * len(full.select("div.solution"))
     assert [e.get("id") for e in student.select("div.exercise")] == [e.get("id") for e in full.select("div.exercise")]
     starters = [c.get("class") for c in full.select("div.cell") if any(k.startswith("tag_hw-starter-") for k in c["class"])]
     assert starters and starters == [c.get("class") for c in student.select("div.cell")

@@ -6,10 +6,11 @@
 1. **分段写的解答整块去掉。** 作业页的参考答案是 ``solution-start`` … ``solution-end`` 之间的一段（其中有代码单元
    和它们的输出）。sphinx-exercise 1.2.1 在 ``hide_solutions`` 下只让 ``solution-start`` 自己什么都不返回，
    中间的代码和输出照样留在页面上，只是没有了“解答”的外框——答案反而不折叠了。这里换上一个
-   ``solution-start`` 指令：隐藏时留一个记号，再由一个变换把记号到 ``solution-end`` 之间的兄弟节点全部删掉。
+   ``solution-start`` 指令：隐藏时留一个记号，再由一个变换把记号到 ``solution-end`` 之间的兄弟节点全部删掉，
+   换成一句“这份网站不带参考答案”（页面上引出答案的那句话，例如“两问的参考答案：”，因而不会悬空）。
    文档树里没有了它们，网页、检索索引和读者笔记本（book_notebooks 由文档树生成）里就都没有。
 2. **页面的源文件里也去掉。** Sphinx 把每页的 MyST 源文件原样复制到 ``_sources/``（下载菜单里的 .md），
-   那里有完整的参考答案。构建结束时把这些副本里的解答指令整段删掉。
+   那里有完整的参考答案。构建结束时把这些副本里的解答指令整段换成同一句话。
 """
 
 from __future__ import annotations
@@ -31,8 +32,11 @@ SOLUTION_SOURCE = re.compile(
 
 
 def strip_solutions(text: str) -> str:
-    """去掉 MyST 源文字里的全部解答指令（连同其间的代码单元）。"""
-    return SOLUTION_SOURCE.sub("", text)
+    """把 MyST 源文字里的每个解答指令（连同其间的代码单元）换成一句 HIDDEN_NOTE。"""
+    return SOLUTION_SOURCE.sub(HIDDEN_NOTE + "\n", text)
+
+
+HIDDEN_NOTE = "（这份网站是不带参考答案的学生版。）"
 
 
 class hidden_solution(nodes.Element):
@@ -59,8 +63,10 @@ class RemoveHiddenSolutions(SphinxTransform):
             if end is None:   # 没有配对的 solution-end：sphinx-exercise 自己会报错，这里只去掉记号
                 parent.remove(marker)
                 continue
-            for child in parent.children[start:end + 1]:
+            for child in parent.children[start + 1:end + 1]:
                 parent.remove(child)
+            note = nodes.paragraph(text=HIDDEN_NOTE, classes=["solution-hidden"])
+            marker.replace_self(note)
 
 
 def remember_source(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
