@@ -440,8 +440,8 @@ def test_as_root_only_tmp_is_writable_in_the_sandbox():
     assert {d: why for d, why in seen.items() if why not in ("Read-only file system", "Permission denied")} == {}
 
 
-def test_no_shared_memory_in_the_sandbox_as_the_homework_page_says():
-    """「给教师」说 /dev/shm 只读，所以 multiprocessing 的锁这类要共享内存的东西在沙箱里报错。"""
+def test_no_shared_memory_in_the_sandbox_as_the_teachers_guide_says():
+    """「教师指南」说 /dev/shm 只读，所以 multiprocessing 的锁这类要共享内存的东西在沙箱里报错。"""
     _bwrap_or_skip()
     from minigpt.grading import sandbox
 
@@ -450,7 +450,7 @@ def test_no_shared_memory_in_the_sandbox_as_the_homework_page_says():
     proc = subprocess.run(sandbox.bwrap_command(sandbox.Limits(), os.geteuid() == 0) + [sys.executable, "-c", code],
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert proc.stdout.strip() == "Read-only file system", (proc.stdout, proc.stderr[-800:])
-    page = (REPO / "book" / "homework.md").read_text(encoding="utf-8")
+    page = (REPO / "book" / "teacher_guide.md").read_text(encoding="utf-8")
     assert "`/dev/shm` 都是只读的" in page and "用不了共享内存" in page
 
 

@@ -13,6 +13,7 @@ import csv
 import hashlib
 import importlib.util
 import io
+import itertools
 import json
 import os
 import re
@@ -149,7 +150,8 @@ def test_stdout_table_has_one_row_per_submission_with_each_exercise_status(grade
     lines = proc.stdout.splitlines()
     header = next(line for line in lines if line.startswith("提交"))
     assert header.split() == ["提交", "1(一)", "1(二)", "2(一)", "2(二)", "3", "通过", "得分"]
-    words = {"passed": "通过", "wrong": "答错", "not_attempted": "未作答", "error": "出错", "timeout": "超时"}
+    words = {"passed": "通过", "wrong": "答错", "not_attempted": "未作答", "missing": "没有这个变量",
+             "error": "出错", "timeout": "超时"}
     for name, sub in by_name.items():
         row = next(line for line in lines if line.split() and line.split()[0] == name)
         assert row.split()[1:] == [words[s] for s in _statuses(sub).values()] + [
@@ -217,10 +219,49 @@ def test_broken_cells_get_their_own_status_and_the_rest_is_still_graded(graded, 
     assert set(others.values()) == {"passed"}, others
 
 
-def test_deleted_answer_variables_are_not_attempted(graded):
+def test_deleted_answer_variables_are_reported_as_missing(graded):
     sub = graded[2]["deleted_answers.ipynb"]
-    assert _statuses(sub) == dict.fromkeys(KEYS, "not_attempted")
+    assert _statuses(sub) == dict.fromkeys(KEYS, "missing")
     assert all("运行结束时没有变量" in e["message"] for e in sub["exercises"].values())
+
+
+def _details(stdout: str, name: str) -> list[str]:
+    """表下某份提交的详情行。"""
+    after = stdout.split("\n详情", 1)[1].split(f"\n{name}\n", 1)
+    if len(after) == 1:
+        return []
+    return list(itertools.takewhile(lambda line: line.startswith("  "), after[1].split("\n")))
+
+
+def test_an_exception_in_exercise_1_leaves_untouched_later_parts_not_attempted(graded):
+    proc, _, by_name, *_ = graded
+    sub = by_name["error_then_untouched.ipynb"]
+    assert _statuses(sub) == {"1a": "error", **dict.fromkeys(KEYS[1:], "not_attempted")}
+    assert sub["exercises"]["1a"]["exception"] == "NameError"
+    assert sub["exercises"]["1a"]["cell"] == _code_cell_of("error_then_untouched.ipynb", "1a")
+    assert _details(proc.stdout, "error_then_untouched.ipynb") == [
+        f"  1(一) 出错：{sub['exercises']['1a']['message']}",
+        "  未作答：1(二)、2(一)、2(二)、3"]
+
+
+def test_a_correct_answer_deleted_later_is_missing_not_an_earlier_cells_error(graded):
+    """作业 3 做对了、被最后一个单元 del 掉；作业 1（二）的单元抛了 NameError。作业 3 是“没有这个变量”，
+    作业 1（二）的 NameError 只记在作业 1（二）上。作业 1（一）先答错、后改对：通过，详情里没有它的 HomeworkWrong。"""
+    proc, _, by_name, *_ = graded
+    sub = by_name["deleted_after_error.ipynb"]
+    assert _statuses(sub) == {"1a": "passed", "1b": "error", "2a": "passed", "2b": "passed", "3": "missing"}
+    assert sub["exercises"]["1b"]["exception"] == "NameError"
+    assert sub["exercises"]["3"]["exception"] is None and "NameError" not in sub["exercises"]["3"]["message"]
+    assert "运行结束时没有变量 w1_params、w2_params、total_params" in sub["exercises"]["3"]["message"]
+    assert any(p["exception"] == "HomeworkWrong" for p in sub["cell_problems"])   # 记在 JSON 里……
+    lines = _details(proc.stdout, "deleted_after_error.ipynb")
+    assert len(lines) == 2 and "HomeworkWrong" not in "".join(lines), lines   # ……表下只列两个问题，各一次
+    assert lines[0].startswith("  1(二) 出错：代码单元") and lines[1].startswith("  3 没有这个变量：")
+
+
+def test_an_empty_notebook_gets_one_detail_line(graded):
+    proc, *_ = graded
+    assert _details(proc.stdout, "placeholders.ipynb") == ["  未作答：全部小题"]
 
 
 @pytest.mark.parametrize("name,exception,phrase", [
@@ -529,9 +570,20 @@ def test_csv_has_a_bom_an_id_column_points_per_exercise_total_and_status(graded)
     assert body["placeholders"][1:-1] == ["0"] * 6
     for name, sub in by_name.items():
         row = body[Path(name).stem]
-        assert int(row[-2]) == sub["points"] == sum(map(int, row[1:-2]))
+        if sub["graded"]:
+            assert int(row[-2]) == sub["points"] == sum(map(int, row[1:-2]))
     assert body["no_such_student"][-1].startswith("无法批改：文件不存在")
     assert body["hostile_memory_3gib"][-1] == "已批改（碰到资源上限）"
+
+
+@pytest.mark.parametrize("name,phrase", [(generate.MISSING, "文件不存在"), ("invalid_json.ipynb", "不是有效的 JSON"),
+                                         ("hostile_forged_answers.ipynb", "答案文件不合格")])
+def test_ungradable_submissions_have_blank_scores_and_the_reason_as_status_in_the_csv(graded, name, phrase):
+    """成绩册里空着的格子是“还没有成绩”，0 分却是一个成绩：无法批改的提交各小题和总分都留空。"""
+    rows = list(csv.reader(io.StringIO(graded[5]["csv"].decode("utf-8-sig"))))
+    row = next(r for r in rows[1:] if r[0] == Path(name).stem)
+    assert row[1:-1] == [""] * (len(KEYS) + 1)
+    assert row[-1].startswith("无法批改：") and phrase in row[-1]
 
 
 # ---------------------------------------------------------------- 中断与 --resume
