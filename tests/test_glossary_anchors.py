@@ -111,3 +111,17 @@ def test_term_links_in_the_book_reach_the_readable_anchors(built_book):
             assert not re.fullmatch(r"term-\d+", anchor), (docname, anchor)
             seen += 1
     assert seen > 50
+
+
+@pytest.mark.book
+def test_every_link_into_the_glossary_has_words_besides_math(built_book):
+    """只包着公式的链接（[$d_k$](#d_k)）在读屏软件里没有名字（axe 的 link-name）：链接里要有文字，如“维度 $d_k$”。"""
+    html = built_book.html
+    bare = []
+    for docname in toc_docnames():
+        for a in soup(html / f"{docname}.html").select('a[href*="glossary.html#term-"]'):
+            words = "".join(t for t in a.find_all(string=True)
+                            if not any("math" in (p.get("class") or []) for p in t.parents))
+            if not words.strip():
+                bare.append((docname, str(a)[:120]))
+    assert bare == []
