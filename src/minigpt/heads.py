@@ -3,9 +3,11 @@
 模型全用本书自己的零件搭成：token 嵌入 + 位置嵌入 → 几个 `TransformerBlock`
 （带因果遮蔽）→ 输出层，按“猜下一个 token”训练。两个任务：
 
-- **重复序列**：一段随机前缀，接一段随机序列 A（长度 4–10 随机），再把 A 原样重复一遍。
+- **重复序列**：一段随机前缀，接一段随机序列 A（长度 4–10 随机），
+  再把 A 原样重复一遍。
   第二遍里的 token 能从第一遍抄出来，但得先找到“上一次出现在哪里”。
-- **玩具语法**：用第 1 节词表里的词造句 “D₁ N₁ V on D₂ N₂”，三条规则见 `grammar_batch`。
+- **玩具语法**：用第 1 节词表里的词造句 “D₁ N₁ V on D₂ N₂”，
+  三条规则见 `grammar_batch`。
 
 头的“角色”用读者能复核的数来定义（`previous_token_score`、`induction_score`），
 不靠看图起名。种子固定、单线程训练：同一平台上每次构建得到逐位相同的参数。
@@ -57,7 +59,8 @@ class TinyGPT(nn.Module):
         return self.out(x)
 
     def attention(self, ids: torch.Tensor) -> list[torch.Tensor]:
-        """每一层每个头的注意力权重：列表的第 l 项是第 l+1 层的 [batch, heads, seq, seq]。"""
+        """每一层每个头的注意力权重：
+        列表的第 l 项是第 l+1 层的 [batch, heads, seq, seq]。"""
         with torch.no_grad():
             _, weights = self._run(ids, keep_weights=True)
         return weights
@@ -111,7 +114,8 @@ def repeat_batch(batch: int, generator: torch.Generator,
     """随机前缀 + A + A：每个 token 在 0..vocab_size-1 里均匀抽取，A 的长度在
     min_len..max_len 里均匀抽取，第二遍 A 正好占到序列末尾。
 
-    repeat=False 时长度和位置照抽，第二遍却换成新的随机 token：用来看“不重复时哪个头失灵”。
+    repeat=False 时长度和位置照抽，第二遍却换成新的随机 token：
+    用来看“不重复时哪个头失灵”。
     """
     _check_lengths(min_len, max_len, seq_len)
     ids = torch.randint(vocab_size, (batch, seq_len), generator=generator)
@@ -145,7 +149,8 @@ def grammar_batch(batch: int, generator: torch.Generator) -> torch.Tensor:
     d = torch.randint(2, (batch,), generator=generator)
     n = torch.randint(2, (batch,), generator=generator)
     # N₂：除 N₁ 外的两个名词之一
-    others = torch.tensor([[VOCAB["dog"], VOCAB["mat"]], [VOCAB["cat"], VOCAB["mat"]]])
+    others = torch.tensor([[VOCAB["dog"], VOCAB["mat"]],
+                           [VOCAB["cat"], VOCAB["mat"]]])
     pick = torch.randint(2, (batch,), generator=generator)
     return torch.stack([dets[d], subjects[n], verbs[n],
                         torch.full((batch,), VOCAB["on"]), dets[d],
@@ -153,11 +158,13 @@ def grammar_batch(batch: int, generator: torch.Generator) -> torch.Tensor:
 
 
 def sentence_ids(sentence: str) -> torch.Tensor:
-    """一句话 → [1, seq] 的 token id（词必须在第 1 节的词表里；见第 7 节「玩具语法」）。"""
+    """一句话 → [1, seq] 的 token id
+    （词必须在第 1 节的词表里；见第 7 节「玩具语法」）。"""
     words = sentence.split()
     unknown = [w for w in words if w not in VOCAB]
     if unknown:
-        raise ValueError(f"这些词不在第 1 节的词表里：{unknown}；词表是 {list(VOCAB)}")
+        raise ValueError(
+            f"这些词不在第 1 节的词表里：{unknown}；词表是 {list(VOCAB)}")
     return torch.tensor([[VOCAB[w] for w in words]])
 
 
@@ -178,7 +185,8 @@ def induction_score(weights: torch.Tensor, data: RepeatBatch) -> torch.Tensor:
     """归纳分数：在第二遍 A 里，位置 t 分给“当前 token 上一次出现处的下一个位置”
     （t − L + 1，L 是 A 的长度）的权重，对所有这样的 t 和整批序列求平均。
 
-    weights: [batch, heads, seq, seq] → [heads]。1 表示这个头总是看向“上次接在我后面的那个”。
+    weights: [batch, heads, seq, seq] → [heads]。
+    1 表示这个头总是看向“上次接在我后面的那个”。
     """
     batch, _, seq, _ = weights.shape
     pos = torch.arange(seq).expand(batch, seq)
@@ -192,7 +200,8 @@ def induction_score(weights: torch.Tensor, data: RepeatBatch) -> torch.Tensor:
 
 
 def head_scores(model: TinyGPT, data: RepeatBatch) -> list[dict[str, list[float]]]:
-    """每一层每个头的两个分数（见第 7 节 训练出来的头）：[{"previous": [...], "induction": [...]}, ...]，按层排列。
+    """每一层每个头的两个分数（见第 7 节 训练出来的头），按层排列：
+    [{"previous": [...], "induction": [...]}, ...]。
 
     和训练时一样，模型读每条序列的前 seq − 1 个 token。
     """
@@ -206,7 +215,8 @@ def head_scores(model: TinyGPT, data: RepeatBatch) -> list[dict[str, list[float]
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class TrainedModel:
-    """一次训练的结果（见第 7 节 训练出来的头）：模型、每一步的训练损失、瞎猜的损失 ln(vocab_size)，
+    """一次训练的结果（见第 7 节 训练出来的头）：模型、每一步的训练损失、
+    瞎猜的损失 ln(vocab_size)，
     以及训练用掉的秒数（只供参考，不进正文）。"""
 
     model: TinyGPT
@@ -218,7 +228,8 @@ class TrainedModel:
 
 def _train(model: TinyGPT, sample: Callable[[torch.Generator], torch.Tensor],
            steps: int, lr: float, seed: int) -> TrainedModel:
-    """单线程、固定种子地训练 model；sample(generator) 给出一批 [batch, seq] 的 token。"""
+    """单线程、固定种子地训练 model；
+    sample(generator) 给出一批 [batch, seq] 的 token。"""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # 小模型：单线程更快；线程数一变，结果的最后几位也会变
     t0 = time.perf_counter()
@@ -243,11 +254,13 @@ def _train(model: TinyGPT, sample: Callable[[torch.Generator], torch.Tensor],
 
 
 def untrained(n_layers: int = 2, num_heads: int = 2, seed: int = 0,
-              vocab_size: int = REPEAT_VOCAB, seq_len: int = REPEAT_SEQ_LEN) -> TinyGPT:
+              vocab_size: int = REPEAT_VOCAB,
+              seq_len: int = REPEAT_SEQ_LEN) -> TinyGPT:
     """与 `train_repeat` 同样形状、同样种子、但一步也没训练的模型
     （对照组，见第 7 节 训练出来的头）。"""
     torch.manual_seed(seed)
-    return TinyGPT(vocab_size, seq_len - 1, num_heads=num_heads, n_layers=n_layers).eval()
+    model = TinyGPT(vocab_size, seq_len - 1, num_heads=num_heads, n_layers=n_layers)
+    return model.eval()
 
 
 def train_repeat(n_layers: int = 2, num_heads: int = 2, steps: int = 800,
@@ -263,14 +276,16 @@ def train_repeat(n_layers: int = 2, num_heads: int = 2, steps: int = 800,
 
 def train_grammar(n_layers: int = 1, num_heads: int = 2, steps: int = 400,
                   seed: int = 0, batch: int = 64, lr: float = 5e-3) -> TrainedModel:
-    """在玩具语法的句子上训练 TinyGPT，返回 TrainedModel（见第 7 节 训练出来的头）。"""
+    """在玩具语法的句子上训练 TinyGPT，返回 TrainedModel
+    （见第 7 节 训练出来的头）。"""
     torch.manual_seed(seed)
     model = TinyGPT(len(VOCAB), 5, num_heads=num_heads, n_layers=n_layers)
     return _train(model, lambda g: grammar_batch(batch, g), steps, lr, seed)
 
 
 def repeat_losses(model: TinyGPT, data: RepeatBatch) -> tuple[float, float]:
-    """训练后的损失，分两处算：(第二遍 A 里能抄的位置, 其余位置)（见第 7 节 训练出来的头）。
+    """训练后的损失，分两处算：(第二遍 A 里能抄的位置, 其余位置)
+    （见第 7 节 训练出来的头）。
 
     “能抄的位置”是要猜的 token 落在第二遍 A 里、且不是第二遍的第一个 token。
     """
@@ -283,15 +298,20 @@ def repeat_losses(model: TinyGPT, data: RepeatBatch) -> tuple[float, float]:
     return loss[copy].mean().item(), loss[~copy].mean().item()
 
 
-def without_head(model: TinyGPT, layer: int, head: int) -> TinyGPT:
-    """复制一份模型，把第 layer 层（从 1 数）第 head 个头（从 1 数）剪掉：
-    W_O 里读这个头输出的那几列清零，这个头就再也写不进残差流
-    （见第 7 节 训练出来的头「第二层靠第一层」）。原模型不变。"""
+def _check_layer_head(model: TinyGPT, layer: int, head: int) -> None:
     if not 1 <= layer <= len(model.blocks):
         raise ValueError(f"layer 应在 1..{len(model.blocks)} 之间，收到 {layer}")
+    heads = model.blocks[layer - 1].attn.num_heads
+    if not 1 <= head <= heads:
+        raise ValueError(f"head 应在 1..{heads} 之间，收到 {head}")
+
+
+# 第 7 节 训练出来的头「第二层靠第一层」
+def without_head(model: TinyGPT, layer: int, head: int) -> TinyGPT:
+    """复制一份模型，把第 layer 层（从 1 数）第 head 个头（从 1 数）剪掉：
+    W_O 里读这个头输出的那几列清零，这个头就再也写不进残差流。原模型不变。"""
+    _check_layer_head(model, layer, head)
     mha = model.blocks[layer - 1].attn
-    if not 1 <= head <= mha.num_heads:
-        raise ValueError(f"head 应在 1..{mha.num_heads} 之间，收到 {head}")
     pruned = copy.deepcopy(model)
     cols = slice((head - 1) * mha.d_k, head * mha.d_k)
     with torch.no_grad():

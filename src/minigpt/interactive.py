@@ -532,20 +532,24 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
 
 # ------------------------------------------------------------ 第 7 节：训练出来的头
 
-KIND_PREV, KIND_INDUCTION, KIND_OTHER = "前一个位置", "上次出现处的下一个位置", "其他位置"
+KIND_PREV, KIND_OTHER = "前一个位置", "其他位置"
+KIND_INDUCTION = "上次出现处的下一个位置"
 
 
 def trained_head_explorer(weights, tokens, static: Figure, alt: str,
-                          copy_start: int | None = None, copy_length: int | None = None,
+                          copy_start: int | None = None,
+                          copy_length: int | None = None,
                           layer: int = 2, head: int = 1, position: int | None = None,
                           name: str = "s7-trained-heads") -> InteractiveFigure:
     """选层、选头、选一个位置，看训练好的模型在这个位置的一行注意力权重
     （见第 7 节 训练出来的头）。
 
     weights: 按层排列，每项 [heads, seq, seq]（也接受 [1, heads, seq, seq]），
-    即 `heads.TinyGPT.attention` 对一条序列的结果；tokens: 这条序列的 token（字符串）。
-    copy_start、copy_length: 第二遍 A 的起点和 A 的长度（给出时，第二遍里的位置额外标出
-    “上次出现处的下一个位置” t − L + 1）。默认停在第 layer 层第 head 个头的最后一个位置。
+    即 `heads.TinyGPT.attention` 对一条序列的结果；
+    tokens: 这条序列的 token（字符串）。
+    copy_start、copy_length: 第二遍 A 的起点和 A 的长度（给出时，
+    第二遍里的位置额外标出“上次出现处的下一个位置” t − L + 1）。
+    默认停在第 layer 层第 head 个头的最后一个位置。
     """
     values = [_values(w) for w in weights]
     values = [v[0] if v.ndim == 4 and v.shape[0] == 1 else v for v in values]
@@ -591,12 +595,14 @@ def trained_head_explorer(weights, tokens, static: Figure, alt: str,
                     text += "\n" + "；".join(extra)
                 rows.append({"layer": l + 1, "head": h + 1, "pos": t, "text": text})
     shown = [f"{t}（{tokens[t]}）" for t in range(seq)]
-    pos_param, valuetext = _step_bind("pos", "位置（拖动滑块或按方向键）", shown, position)
+    pos_param, valuetext = _step_bind("pos", "位置（拖动滑块或按方向键）", shown,
+                                      position)
     which = "datum.layer == layer && datum.head == head && datum.pos == pos"
     spec = {
-        "description": (f"柱状图：训练好的模型里，所选的层、头在所选位置的一行注意力权重，"
-                        f"横轴是被看的位置 0..{seq - 1}。用单选按钮选层和头，"
-                        "用滑块选位置；图下方读出权重最大的位置和两个角色分数所看的位置。"),
+        "description": (f"柱状图：训练好的模型里，所选的层、头在所选位置的"
+                        f"一行注意力权重，横轴是被看的位置 0..{seq - 1}。"
+                        "用单选按钮选层和头，用滑块选位置；"
+                        "图下方读出权重最大的位置和两个角色分数所看的位置。"),
         "config": _config(),
         "params": [
             {"name": "layer", "value": layer,
@@ -616,13 +622,14 @@ def trained_head_explorer(weights, tokens, static: Figure, alt: str,
              "transform": [{"filter": which}],
              "mark": {"type": "bar"},
              "encoding": {
-                 "x": {"field": "key", "type": "ordinal", "title": "被看的位置（Key）",
-                       "axis": {"labelAngle": 0}},
+                 "x": {"field": "key", "type": "ordinal",
+                       "title": "被看的位置（Key）", "axis": {"labelAngle": 0}},
                  "y": {"field": "weight", "type": "quantitative",
                        "scale": {"domain": [0, 1]}, "title": "注意力权重"},
                  "color": {"field": "kind", "type": "nominal", "title": None,
-                           "scale": {"domain": [KIND_PREV, KIND_INDUCTION, KIND_OTHER],
-                                     "range": [RNN_COLOR, HIGHLIGHT, "#9e9e9e"]},
+                           "scale": {
+                               "domain": [KIND_PREV, KIND_INDUCTION, KIND_OTHER],
+                               "range": [RNN_COLOR, HIGHLIGHT, "#9e9e9e"]},
                            "legend": {"orient": "top"}},
                  "tooltip": {"field": "desc"},
                  "description": {"field": "desc"},   # 给读屏软件的中文说明

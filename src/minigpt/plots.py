@@ -659,8 +659,10 @@ def training_curves(runs: Mapping[str, Sequence[float]], chance: float,
     runs: {图例文字: 每一步的损失}。
     """
     fig, ax = _new(figsize=(6.5, 3.4))
-    for (label, losses), color in zip(runs.items(), (ATTN_COLOR, RNN_COLOR, "#2a9d8f")):
-        ax.plot(np.arange(1, len(losses) + 1), losses, color=color, label=label, lw=1.2)
+    colors = (ATTN_COLOR, RNN_COLOR, "#2a9d8f")
+    for (label, losses), color in zip(runs.items(), colors):
+        steps = np.arange(1, len(losses) + 1)
+        ax.plot(steps, losses, color=color, label=label, lw=1.2)
     ax.axhline(chance, color="gray", linestyle="--", label=chance_label)
     ax.set_xlabel("训练步数")
     ax.set_ylabel("训练损失")
