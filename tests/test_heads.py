@@ -269,3 +269,35 @@ def test_with_another_seed_no_head_always_looks_at_the_first_determiner():
     words = C.SENTENCES[2].split()
     assert words[int(w[2][h, 3].argmax())] != "a"               # “a cat sat on …”：不看 a
     assert w[2][h, 3].max() > 0.5
+
+
+def test_example_sequence_reads_as_the_text_says(scores):
+    """“在一条序列上看”：前一个 token 头的多数行看前一个位置；第 2 层在第二遍里看“上次出现处的下一个”，
+    之前的权重更散。"""
+    tokens, w, start, length = C.example_weights()
+    n = len(tokens)
+    w1 = w[0][0, _prev_head(scores)]
+    assert sum(int(w1[t].argmax()) == t - 1 for t in range(1, n)) > (n - 1) / 2
+    hits = [sum(int(w[1][0, h, t].argmax()) == t - length + 1 for t in range(start, n))
+            for h in range(2)]
+    assert max(hits) == n - start                      # 一个头：第二遍的每一行
+    assert min(hits) > (n - start) / 2                 # 另一个头：多数行
+    top = [[w[1][0, h, t].max().item() for t in range(n)] for h in range(2)]
+    before = max(sum(r[1:start]) / (start - 1) for r in top)
+    copy = min(sum(r[start:]) / (n - start) for r in top)
+    assert before < copy
+
+
+def test_exercise_starter_code_runs():
+    import contextlib
+    import io
+    import textwrap
+
+    section = PAGE.read_text(encoding="utf-8").split("\n## 练习\n", 1)[1]
+    codes = [textwrap.dedent(m) for m in re.findall(r"^ *```python\n(.*?)^ *```$", section, re.S | re.M)]
+    assert codes and section.count(":::{admonition} 提示") == 1 and "答案" not in section
+    for code in codes:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "<第 7 节练习>", "exec"), {})
+        assert out.getvalue().count("\n") == 2             # 两层，各打印一行分数
