@@ -226,6 +226,8 @@ def test_the_unmasked_model_copies_from_the_next_position():
         _, w_cheat = cheat.model(fresh)
         _, w_honest = honest.model(fresh, causal_mask(8))
     assert H.offset_weight(w_cheat, 1) > 0.9                # “几乎全押在下一个位置上”
+    # 图里的那一条序列：除最后一行外，每一行都把 0.9 以上给下一个位置
+    assert (w_cheat[0].diagonal(offset=1) > 0.9).all()
     assert H.offset_weight(w_honest, 1) == 0.0
     # 遮蔽的那个：没有哪个位置特别值得看，自己、前一个都远不到一半
     assert max(H.offset_weight(w_honest, 0), H.offset_weight(w_honest, -1)) < ROLE
