@@ -24,6 +24,8 @@ PAGE = Path(__file__).resolve().parents[1] / "book" / "s7_trained_heads.md"
 ROLE = 0.5           # 正文的门槛（页面上 glue 成 s7_role）
 FLAT = 0.2           # 未训练的头：每个分数都低于它（“把权重摊得比较平”）
 NEAR_CHANCE = 0.15   # “和瞎猜差不多”：与 ln 16 相差不到它
+# 要用页面上那几次完整训练的测试（单线程共约 17 s CPU）：make test 跑，make unit 不跑
+SLOW = pytest.mark.slow
 
 
 def test_page_states_the_same_threshold():
@@ -163,6 +165,7 @@ def _prev_head(scores) -> int:
     return max(range(2), key=lambda h: prev[h])
 
 
+@SLOW
 def test_loss_drops_below_chance_and_only_where_copying_is_possible():
     run = C.run2()
     avg = [sum(run.losses[i - 20:i]) / 20 for i in range(20, len(run.losses) + 1)]
@@ -172,6 +175,7 @@ def test_loss_drops_below_chance_and_only_where_copying_is_possible():
     assert copy_loss < 1.0                                  # 能抄的位置：远低于瞎猜
 
 
+@SLOW
 def test_layer_1_has_a_previous_token_head_and_one_without_a_role(scores):
     h = _prev_head(scores)
     assert scores[0]["previous"][h] > ROLE
@@ -179,6 +183,7 @@ def test_layer_1_has_a_previous_token_head_and_one_without_a_role(scores):
     assert max(scores[0]["induction"]) < ROLE
 
 
+@SLOW
 def test_both_layer_2_heads_are_induction_heads(scores):
     assert min(scores[1]["induction"]) > ROLE
     assert max(scores[1]["previous"]) < ROLE
@@ -189,6 +194,7 @@ def test_untrained_heads_of_the_same_shape_have_no_role():
     assert max(max(l["previous"] + l["induction"]) for l in base) < FLAT
 
 
+@SLOW
 def test_layer_2_needs_the_previous_token_head(scores):
     h = _prev_head(scores) + 1
     copy_loss, _ = H.repeat_losses(C.run2().model, C.test_batch())
@@ -202,6 +208,7 @@ def test_layer_2_needs_the_previous_token_head(scores):
     assert abs(loss - copy_loss) < 0.1                     # “和原来相差无几”
 
 
+@SLOW
 def test_one_layer_has_no_induction_head():
     one = H.head_scores(C.run1().model, C.test_batch())[0]
     assert max(one["induction"]) < ROLE and max(one["previous"]) < ROLE
@@ -212,6 +219,7 @@ def test_one_layer_has_no_induction_head():
     assert copy1 > copy2 + 1.0                                               # “高得多”
 
 
+@SLOW
 def test_without_repetition_only_the_induction_heads_break(scores):
     norep = H.repeat_batch(512, torch.Generator().manual_seed(C.TEST_SEED), repeat=False)
     nr = H.head_scores(C.run2().model, norep)
@@ -238,6 +246,7 @@ def _det_head(weights) -> int | None:
     return found[0] + 1 if len(found) == 1 else None
 
 
+@SLOW
 def test_grammar_rules_are_learned_sharply():
     for seed in (0, 1):
         probs = C.grammar_probs(seed)
@@ -245,6 +254,7 @@ def test_grammar_rules_are_learned_sharply():
         assert max(b for _, b in probs) <= 0.01, seed
 
 
+@SLOW
 def test_grammar_heads_stable_roles_and_a_heatmap_that_misleads():
     w = C.grammar_weights(0)
     det = _det_head(w)
@@ -263,6 +273,7 @@ def test_grammar_heads_stable_roles_and_a_heatmap_that_misleads():
     assert w[0][det - 1, 4].max() > 0.9 and w[1][det - 1, 4].max() > 0.9
 
 
+@SLOW
 def test_with_another_seed_no_head_always_looks_at_the_first_determiner():
     w = C.grammar_weights(1)
     assert _det_head(w) is None
@@ -273,6 +284,7 @@ def test_with_another_seed_no_head_always_looks_at_the_first_determiner():
     assert w[2][h, 3].max() > 0.5
 
 
+@SLOW
 def test_example_sequence_reads_as_the_text_says(scores):
     """“在一条序列上看”：前一个 token 头的多数行看前一个位置；第 2 层在第二遍里看“上次出现处的下一个”，
     之前的权重更散。"""
