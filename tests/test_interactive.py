@@ -60,13 +60,22 @@ def build(name: str) -> interactive.InteractiveFigure:
     return made
 
 
+# 第 7 节的图要先训练页面上的模型（单线程约 9 s CPU）：make test 跑它，make unit 不跑
 NAMES = ["s2-score-weight", "s2-softmax-saturation", "s3-causal-mask", "s4-heads",
-         "ap-path-length", "s7-trained-heads"]
+         "ap-path-length", pytest.param("s7-trained-heads", marks=pytest.mark.slow)]
+
+
+class _Figures(dict):
+    """用到哪张图才造哪张（每张只造一次）。"""
+
+    def __missing__(self, name: str) -> interactive.InteractiveFigure:
+        self[name] = build(name)
+        return self[name]
 
 
 @pytest.fixture(scope="module")
 def figures() -> dict[str, interactive.InteractiveFigure]:
-    return {name: build(name) for name in NAMES}
+    return _Figures()
 
 
 def svg_texts(svg: str) -> list[str]:
@@ -190,6 +199,7 @@ def trained_head_lines(layer: int, head: int, pos: int) -> list[str]:
     return lines + (["；".join(extra)] if extra else [])
 
 
+@pytest.mark.slow
 def test_trained_head_explorer_starts_on_an_induction_head_in_the_copy(figures):
     tokens, weights, start, length = cases.trained_heads()
     last = len(tokens) - 1
@@ -198,6 +208,7 @@ def test_trained_head_explorer_starts_on_an_induction_head_in_the_copy(figures):
     assert int(weights[1][0, 0, last].argmax()) == last - length + 1
 
 
+@pytest.mark.slow
 def test_trained_head_explorer_holds_every_row_of_every_head(figures):
     tokens, weights, _, _ = cases.trained_heads()
     bars = figures["s7-trained-heads"].spec["vconcat"][0]["data"]["values"]
