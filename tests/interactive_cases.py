@@ -1,4 +1,4 @@
-"""五张交互图各自的数：测试直接调用 minigpt，按页面的做法（同样的种子与参数）重新算一遍。
+"""六张交互图各自的数：测试直接调用 minigpt，按页面的做法（同样的种子与参数）重新算一遍。
 
 单元测试（tests/test_interactive.py）和浏览器测试（tests/test_interactive_browser.py）都用它；
 它只算数，不含任何期望的数字。
@@ -60,3 +60,10 @@ def heads() -> tuple[list[str], torch.Tensor]:
 @lru_cache(maxsize=None)
 def path_length() -> experiments.FirstPositionVsLength:
     return experiments.first_position_gradient_vs_length(lengths=PATH_LENGTHS, seed=42)
+
+
+def trained_heads() -> tuple[list[str], list[torch.Tensor], int, int]:
+    """第 7 节：种子 0 训练的两层模型在示例序列（数据种子 0）上的权重（见 tests/heads_cases.py）。"""
+    import heads_cases
+
+    return heads_cases.example_weights()

@@ -14,9 +14,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 BOOK = REPO / "book"
-# _toc.yml 里自动编号的六节：文件名 → 节号
+# _toc.yml 里自动编号的七节：文件名 → 节号
 SECTIONS = {"s1_intuition": 1, "s2_scaled_dot_product": 2, "s3_causal_mask": 3, "s4_multi_head": 4,
-            "s5_ffn": 5, "s6_block": 6}
+            "s5_ffn": 5, "s6_block": 6, "s7_trained_heads": 7}
 INCLUDE = re.compile(r"```\{literalinclude\}\s+(\S+)\n(?:(?!```).)*?:pyobject:\s*(\S+)", re.S)
 
 

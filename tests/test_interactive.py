@@ -29,7 +29,7 @@ def chinese_font():
 
 
 def build(name: str) -> interactive.InteractiveFigure:
-    """用 minigpt 的数（按页面的做法）造出五张交互图之一，静态图与页面上的相同。"""
+    """用 minigpt 的数（按页面的做法）造出六张交互图之一，静态图与页面上的相同。"""
     t = cases.toy()
     if name == "s2-score-weight":
         fig = plots.attention_heatmap(t.weights, t.labels, t.labels)
@@ -46,6 +46,12 @@ def build(name: str) -> interactive.InteractiveFigure:
         labels, w = cases.heads()
         fig = plots.head_weights(w, labels)
         made = interactive.head_selector(w, labels, static=fig, alt="热力图")
+    elif name == "s7-trained-heads":
+        tokens, weights, start, length = cases.trained_heads()
+        fig = plots.layer_head_maps(weights, tokens,
+                                    [(t, t - length + 1) for t in range(start, len(tokens))])
+        made = interactive.trained_head_explorer(weights, tokens, static=fig, alt="热力图",
+                                                 copy_start=start, copy_length=length)
     else:
         fp = cases.path_length()
         fig = plots.first_position_vs_length(fp)
@@ -54,13 +60,22 @@ def build(name: str) -> interactive.InteractiveFigure:
     return made
 
 
+# 第 7 节的图要先训练页面上的模型（单线程约 9 s CPU）：make test 跑它，make unit 不跑
 NAMES = ["s2-score-weight", "s2-softmax-saturation", "s3-causal-mask", "s4-heads",
-         "ap-path-length"]
+         "ap-path-length", pytest.param("s7-trained-heads", marks=pytest.mark.slow)]
+
+
+class _Figures(dict):
+    """用到哪张图才造哪张（每张只造一次）。"""
+
+    def __missing__(self, name: str) -> interactive.InteractiveFigure:
+        self[name] = build(name)
+        return self[name]
 
 
 @pytest.fixture(scope="module")
 def figures() -> dict[str, interactive.InteractiveFigure]:
-    return {name: build(name) for name in NAMES}
+    return _Figures()
 
 
 def svg_texts(svg: str) -> list[str]:
@@ -171,6 +186,38 @@ def test_path_length_starts_at_the_longest_sequence(figures):
                          f"平方下溢），注意力 {fp.attention[-1]:.3e}")]
 
 
+def trained_head_lines(layer: int, head: int, pos: int) -> list[str]:
+    """第 7 节交互图在 (层, 头, 位置) 上的读数：直接由 minigpt 算出的权重写成。"""
+    tokens, weights, start, length = cases.trained_heads()
+    w = weights[layer - 1][0, head - 1, pos]
+    top = int(w.argmax())
+    lines = [f"第 {layer} 层 · 头 {head}，位置 {pos}（{tokens[pos]}）这一行："
+             f"最大的权重 {w[top]:.2f} 在位置 {top}（{tokens[top]}）"]
+    extra = [f"前一个位置 {pos - 1}：{w[pos - 1]:.2f}"] if pos else []
+    if pos >= start:
+        extra.append(f"上次出现处的下一个位置 {pos - length + 1}：{w[pos - length + 1]:.2f}")
+    return lines + (["；".join(extra)] if extra else [])
+
+
+@pytest.mark.slow
+def test_trained_head_explorer_starts_on_an_induction_head_in_the_copy(figures):
+    tokens, weights, start, length = cases.trained_heads()
+    last = len(tokens) - 1
+    assert readout("s7-trained-heads", figures) == trained_head_lines(2, 1, last)
+    # 默认那一行（第 2 层头 1 的最后一个位置）最大的权重就落在“上次出现处的下一个位置”上
+    assert int(weights[1][0, 0, last].argmax()) == last - length + 1
+
+
+@pytest.mark.slow
+def test_trained_head_explorer_holds_every_row_of_every_head(figures):
+    tokens, weights, _, _ = cases.trained_heads()
+    bars = figures["s7-trained-heads"].spec["vconcat"][0]["data"]["values"]
+    assert len(bars) == len(weights) * weights[0].shape[1] * len(tokens) ** 2
+    for b in bars[:: 97]:
+        expected = weights[b["layer"] - 1][0, b["head"] - 1, b["pos"], b["key"]].item()
+        assert b["weight"] == pytest.approx(expected, abs=5e-5)
+
+
 def test_bad_input_gets_a_chinese_error():
     t = cases.toy()
     fig = plots.attention_heatmap(t.weights, t.labels, t.labels)
@@ -183,3 +230,7 @@ def test_bad_input_gets_a_chinese_error():
         interactive.saturation_explorer(fig, "x", d_k_values=(4, 16), start=64)
     with pytest.raises(ValueError, match="weights_per_head 应该是"):
         interactive.head_selector(t.weights, t.labels, fig, "x")
+    with pytest.raises(ValueError, match="weights 的第 1 项应该是"):
+        interactive.trained_head_explorer([t.weights], t.labels, fig, "x")
+    with pytest.raises(ValueError, match="layer 应在 1..1"):
+        interactive.trained_head_explorer([t.weights[None]], t.labels, fig, "x", layer=2)

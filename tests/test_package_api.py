@@ -21,7 +21,7 @@ import minigpt.experiments as experiments
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "minigpt"
 # homework.py 由作业的维护者改写，这里暂不检查它的标注
-TYPED_MODULES = ["attention", "data", "experiments", "layers", "leak", "notebook", "plots"]
+TYPED_MODULES = ["attention", "data", "experiments", "heads", "layers", "leak", "notebook", "plots"]
 
 
 def test_attention_module_holds_only_the_operator_and_the_mask():
@@ -120,7 +120,7 @@ def test_type_hint_check_can_fail():
 # 第 3、4 节展示的对象：展示出来的那段源码不指向它所在的这一页（读者已经在这一页上了），
 # 指向本页的说明写在 def / class 上面一行的注释里，包的读者照样知道去哪一节看。
 # （其他页面的对象由各页的维护者按同一规则处理后，可以把页面加进这个集合。）
-NAV_CHECKED_PAGES = {"s3_causal_mask.md": 3, "s4_multi_head.md": 4}
+NAV_CHECKED_PAGES = {"s3_causal_mask.md": 3, "s4_multi_head.md": 4, "s7_trained_heads.md": 7}
 
 
 @pytest.mark.parametrize("page, source, name",

@@ -528,3 +528,113 @@ def path_length_slider(result, static: Figure, alt: str, start: int | None = Non
         ],
     }
     return InteractiveFigure(name, spec, static, alt)
+
+
+# ------------------------------------------------------------ 第 7 节：训练出来的头
+
+KIND_PREV, KIND_OTHER = "前一个位置", "其他位置"
+KIND_INDUCTION = "上次出现处的下一个位置"
+
+
+def trained_head_explorer(weights, tokens, static: Figure, alt: str,
+                          copy_start: int | None = None,
+                          copy_length: int | None = None,
+                          layer: int = 2, head: int = 1, position: int | None = None,
+                          name: str = "s7-trained-heads") -> InteractiveFigure:
+    """选层、选头、选一个位置，看训练好的模型在这个位置的一行注意力权重
+    （见第 7 节 训练出来的头）。
+
+    weights: 按层排列，每项 [heads, seq, seq]（也接受 [1, heads, seq, seq]），
+    即 `heads.TinyGPT.attention` 对一条序列的结果；
+    tokens: 这条序列的 token（字符串）。
+    copy_start、copy_length: 第二遍 A 的起点和 A 的长度（给出时，
+    第二遍里的位置额外标出“上次出现处的下一个位置” t − L + 1）。
+    默认停在第 layer 层第 head 个头的最后一个位置。
+    """
+    values = [_values(w) for w in weights]
+    values = [v[0] if v.ndim == 4 and v.shape[0] == 1 else v for v in values]
+    tokens = [str(t) for t in tokens]
+    seq = len(tokens)
+    for l, v in enumerate(values):
+        if v.ndim != 3:
+            raise ValueError(f"weights 的第 {l + 1} 项应该是 [heads, seq, seq]，"
+                             f"收到的形状是 {list(v.shape)}")
+        _check_square(f"weights 的第 {l + 1} 项", v, tokens)
+    layers, heads = len(values), values[0].shape[0]
+    position = seq - 1 if position is None else range(seq)[position]
+    if not (1 <= layer <= layers and 1 <= head <= heads):
+        raise ValueError(f"layer 应在 1..{layers}、head 应在 1..{heads} 之间，"
+                         f"收到 layer = {layer}、head = {head}")
+
+    def induction_target(t: int) -> int | None:
+        if copy_start is None or copy_length is None or t < copy_start:
+            return None
+        return t - copy_length + 1
+
+    bars, rows = [], []
+    for l in range(layers):
+        for h in range(heads):
+            for t in range(seq):
+                w = values[l][h, t]
+                ind = induction_target(t)
+                for j in range(seq):
+                    kind = (KIND_PREV if j == t - 1 else
+                            KIND_INDUCTION if j == ind else KIND_OTHER)
+                    bars.append({"layer": l + 1, "head": h + 1, "pos": t, "key": j,
+                                 "weight": round(float(w[j]), 4), "kind": kind,
+                                 "desc": f"位置 {j}（{tokens[j]}）：权重 {w[j]:.2f}"})
+                top = int(np.argmax(w))
+                text = (f"第 {l + 1} 层 · 头 {h + 1}，位置 {t}（{tokens[t]}）这一行："
+                        f"最大的权重 {w[top]:.2f} 在位置 {top}（{tokens[top]}）")
+                extra = []
+                if t >= 1:
+                    extra.append(f"前一个位置 {t - 1}：{w[t - 1]:.2f}")
+                if ind is not None:
+                    extra.append(f"上次出现处的下一个位置 {ind}：{w[ind]:.2f}")
+                if extra:
+                    text += "\n" + "；".join(extra)
+                rows.append({"layer": l + 1, "head": h + 1, "pos": t, "text": text})
+    shown = [f"{t}（{tokens[t]}）" for t in range(seq)]
+    pos_param, valuetext = _step_bind("pos", "位置（拖动滑块或按方向键）", shown,
+                                      position)
+    which = "datum.layer == layer && datum.head == head && datum.pos == pos"
+    spec = {
+        "description": (f"柱状图：训练好的模型里，所选的层、头在所选位置的"
+                        f"一行注意力权重，横轴是被看的位置 0..{seq - 1}。"
+                        "用单选按钮选层和头，用滑块选位置；"
+                        "图下方读出权重最大的位置和两个角色分数所看的位置。"),
+        "config": _config(),
+        "params": [
+            {"name": "layer", "value": layer,
+             "bind": {"input": "radio", "options": list(range(1, layers + 1)),
+                      "labels": [f"第 {l} 层" for l in range(1, layers + 1)],
+                      "name": "选择层："}},
+            {"name": "head", "value": head,
+             "bind": {"input": "radio", "options": list(range(1, heads + 1)),
+                      "labels": [f"头 {h}" for h in range(1, heads + 1)],
+                      "name": "选择头："}},
+            pos_param,
+        ],
+        "usermeta": {"valuetext": valuetext},
+        "vconcat": [
+            {"width": max(480, 22 * seq), "height": 200,
+             "data": {"values": bars},
+             "transform": [{"filter": which}],
+             "mark": {"type": "bar"},
+             "encoding": {
+                 "x": {"field": "key", "type": "ordinal",
+                       "title": "被看的位置（Key）", "axis": {"labelAngle": 0}},
+                 "y": {"field": "weight", "type": "quantitative",
+                       "scale": {"domain": [0, 1]}, "title": "注意力权重"},
+                 "color": {"field": "kind", "type": "nominal", "title": None,
+                           "scale": {
+                               "domain": [KIND_PREV, KIND_INDUCTION, KIND_OTHER],
+                               "range": [RNN_COLOR, HIGHLIGHT, "#9e9e9e"]},
+                           "legend": {"orient": "top"}},
+                 "tooltip": {"field": "desc"},
+                 "description": {"field": "desc"},   # 给读屏软件的中文说明
+             }},
+            _readout(rows, which),
+        ],
+    }
+    return InteractiveFigure(name, spec, static, alt)

@@ -236,3 +236,14 @@ class TransformerBlock(nn.Module):
         x = self.ln_attn(x + self.attn(x, mask))  # 子层 1：多头注意力
         x = self.ln_ffn(x + self.ffn(x))          # 子层 2：逐位置的 FFN
         return x
+
+    # 第 7 节 训练出来的头：一层的每个头在看哪里
+    def attention_weights(self, x: torch.Tensor,
+                          mask: torch.Tensor | None = None) -> torch.Tensor:
+        """输入 x 时，注意力子层每个头的权重 [batch, heads, seq, seq]。
+
+        调用的是 forward 第一行里的同一个 self.attn，只是请它把权重也交出来；
+        forward 本身不变，训练时不多算。
+        """
+        _, weights = self.attn(x, mask, return_weights=True)
+        return weights

@@ -10,7 +10,7 @@
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn as nn
@@ -55,6 +55,8 @@ class LeakRun:
     eval_loss_masked: float    # 训练后在新数据上加遮蔽（像生成时看不到后面）的损失
     # 训练后在同一批新数据上、按训练时的条件（遮或不遮）测的每个位置的损失
     eval_loss_by_position: list[float]
+    # 训练好的模型本身（第 7 节看它的注意力权重）；手工构造的记录可以不给
+    model: TinyNextTokenModel | None = field(default=None, repr=False, compare=False)
 
 
 def train_next_token(masked: bool, steps: int = 120, vocab_size: int = 10,
@@ -100,4 +102,4 @@ def train_next_token(masked: bool, steps: int = 120, vocab_size: int = 10,
     return LeakRun(masked=masked, seq_len=seq_len, losses=losses,
                    next_weight=next_weight, chance_loss=math.log(vocab_size),
                    eval_loss_masked=eval_loss,
-                   eval_loss_by_position=by_pos.tolist())
+                   eval_loss_by_position=by_pos.tolist(), model=model)

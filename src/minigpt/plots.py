@@ -137,11 +137,13 @@ def attention_heatmap(weights: ArrayLike, row_labels: Sequence[str],
 
 
 def masked_vs_unmasked(before: ArrayLike, after: ArrayLike,
-                       labels: Sequence[str]) -> Figure:
-    """遮蔽前后的注意力权重并排对比（见第 3 节 因果遮蔽）。"""
+                       labels: Sequence[str],
+                       titles: tuple[str, str] = ("不遮蔽：整行都分到权重",
+                                                  "因果遮蔽：右上角归零")) -> Figure:
+    """遮蔽前后的注意力权重并排对比（见第 3 节 因果遮蔽；
+    第 7 节用它对比两个训练好的模型，另给两张图的标题 titles）。"""
     fig, axes = _new(1, 2, figsize=(7.0, 3.6))
-    for ax, w, title in zip(axes, (before, after),
-                            ("不遮蔽：整行都分到权重", "因果遮蔽：右上角归零")):
+    for ax, w, title in zip(axes, (before, after), titles):
         im = _draw_heatmap(ax, _np(w), labels, labels, 0.0, 1.0)
         ax.set_title(title)
     axes[1].set_ylabel("")
@@ -644,4 +646,81 @@ def qkv_dataflow_diagram() -> Figure:
             va="bottom", fontsize=9, color="#1f4e79")
     ax.text(9.6, 7.55, "$Q$ 与 $K$：决定从谁那里取、取多少", ha="left",
             va="center", fontsize=9, color="#8a4b08")
+    return fig
+
+
+# ------------------------------------------------------------ 第 7 节：训练出来的头
+
+
+def training_curves(runs: Mapping[str, Sequence[float]], chance: float,
+                    chance_label: str) -> Figure:
+    """几次训练的损失曲线，另画一条水平虚线表示瞎猜的损失（见第 7 节 训练出来的头）。
+
+    runs: {图例文字: 每一步的损失}。
+    """
+    fig, ax = _new(figsize=(6.5, 3.4))
+    colors = (ATTN_COLOR, RNN_COLOR, "#2a9d8f")
+    for (label, losses), color in zip(runs.items(), colors):
+        steps = np.arange(1, len(losses) + 1)
+        ax.plot(steps, losses, color=color, label=label, lw=1.2)
+    ax.axhline(chance, color="gray", linestyle="--", label=chance_label)
+    ax.set_xlabel("训练步数")
+    ax.set_ylabel("训练损失")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return fig
+
+
+def layer_head_maps(weights: Sequence[ArrayLike], labels: Sequence[str],
+                    marks: Sequence[tuple[int, int]] = ()) -> Figure:
+    """每层每个头一张注意力热力图（不标数字，序列长时看颜色），排成“层 × 头”的网格
+    （见第 7 节 训练出来的头）。
+
+    weights: 按层排列，每项 [heads, seq, seq]（也接受 [1, heads, seq, seq]）；
+    marks: 要圈出来的格子 (行, 列)，例如归纳头该看的位置，每张图都圈同样的格子。
+    """
+    values = [_np(w)[0] if _np(w).ndim == 4 else _np(w) for w in weights]
+    layers, heads = len(values), values[0].shape[0]
+    fig, axes = _new(layers, heads, figsize=(3.3 * heads + 0.9, 3.2 * layers),
+                     squeeze=False)
+    for l, row in enumerate(axes):
+        for h, ax in enumerate(row):
+            im = ax.imshow(values[l][h], cmap=HEATMAP_CMAP, vmin=0.0, vmax=1.0)
+            if marks:
+                r, c = zip(*marks)
+                ax.scatter(c, r, s=22, facecolors="none", edgecolors="#ff2d78",
+                           linewidths=1.0)
+            ticks = range(len(labels))
+            ax.set_xticks(ticks, labels=list(labels), fontsize=6)
+            ax.set_yticks(ticks, labels=list(labels), fontsize=6)
+            ax.set_title(f"第 {l + 1} 层 · 头 {h + 1}", fontsize=10)
+            if l == layers - 1:
+                ax.set_xlabel("Key（被看的位置）", fontsize=9)
+            if h == 0:
+                ax.set_ylabel("Query（正在看的位置）", fontsize=9)
+    fig.colorbar(im, ax=axes, shrink=0.6)
+    return fig
+
+
+def sentence_head_maps(weights: Sequence[ArrayLike],
+                       sentences: Sequence[Sequence[str]]) -> Figure:
+    """几句话、每句每个头一张带数字的注意力热力图：行 = 句子，列 = 头
+    （见第 7 节「一张热力图能说明什么」）。
+
+    weights: 每句一项 [heads, seq, seq]（也接受 [1, heads, seq, seq]）。
+    """
+    values = [_np(w)[0] if _np(w).ndim == 4 else _np(w) for w in weights]
+    n, heads = len(values), values[0].shape[0]
+    fig, axes = _new(n, heads, figsize=(3.4 * heads + 0.9, 2.9 * n), squeeze=False)
+    for s, row in enumerate(axes):
+        for h, ax in enumerate(row):
+            im = _draw_heatmap(ax, values[s][h], sentences[s], sentences[s], 0.0, 1.0)
+            ax.set_title(f"“{' '.join(sentences[s])} …”　头 {h + 1}", fontsize=9)
+            ax.tick_params(labelsize=8)
+            if h:
+                ax.set_ylabel("")
+            if s < n - 1:
+                ax.set_xlabel("")
+    fig.colorbar(im, ax=axes, shrink=0.5)
     return fig

@@ -1,0 +1,326 @@
+"""训练一个小 GPT，看它的注意力头学到了什么（见第 7 节 训练出来的头）。
+
+模型全用本书自己的零件搭成：token 嵌入 + 位置嵌入 → 几个 `TransformerBlock`
+（带因果遮蔽）→ 输出层，按“猜下一个 token”训练。两个任务：
+
+- **重复序列**：一段随机前缀，接一段随机序列 A（长度 4–10 随机），
+  再把 A 原样重复一遍。
+  第二遍里的 token 能从第一遍抄出来，但得先找到“上一次出现在哪里”。
+- **玩具语法**：用第 1 节词表里的词造句 “D₁ N₁ V on D₂ N₂”，
+  三条规则见 `grammar_batch`。
+
+头的“角色”用读者能复核的数来定义（`previous_token_score`、`induction_score`），
+不靠看图起名。种子固定、单线程训练：同一平台上每次构建得到逐位相同的参数。
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .attention import causal_mask
+from .data import VOCAB
+from .layers import TransformerBlock
+
+# 重复序列任务的默认设置（第 7 节正文用的就是这些）
+REPEAT_VOCAB = 16      # 16 个抽象 token，编号 0..15
+REPEAT_SEQ_LEN = 24    # 每条序列 24 个 token
+REPEAT_MIN, REPEAT_MAX = 4, 10   # A 的长度在 4..10 之间随机
+
+
+# 第 7 节 训练出来的头
+class TinyGPT(nn.Module):
+    """GPT 式的小模型：token 嵌入 + 位置嵌入 → n_layers 个 TransformerBlock → 输出层。
+
+    每个 Block 都带因果遮蔽（第 3 节），位置 i 只读得到 0..i。
+    """
+
+    def __init__(self, vocab_size: int, seq_len: int, d_model: int = 32,
+                 num_heads: int = 2, n_layers: int = 2, d_ff: int = 64):
+        super().__init__()
+        self.seq_len = seq_len
+        self.tok = nn.Embedding(vocab_size, d_model)
+        self.pos = nn.Embedding(seq_len, d_model)
+        self.blocks = nn.ModuleList(
+            TransformerBlock(d_model, num_heads, d_ff) for _ in range(n_layers))
+        self.out = nn.Linear(d_model, vocab_size)
+        self.register_buffer("mask", causal_mask(seq_len), persistent=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids: [batch, seq] → logits [batch, seq, vocab]。"""
+        x, _ = self._run(ids, keep_weights=False)
+        return self.out(x)
+
+    def attention(self, ids: torch.Tensor) -> list[torch.Tensor]:
+        """每一层每个头的注意力权重：
+        列表的第 l 项是第 l+1 层的 [batch, heads, seq, seq]。"""
+        with torch.no_grad():
+            _, weights = self._run(ids, keep_weights=True)
+        return weights
+
+    def _run(self, ids: torch.Tensor, keep_weights: bool,
+             ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        _check_ids(ids, self.seq_len)
+        seq = ids.shape[1]
+        mask = self.mask[:seq, :seq]
+        x = self.tok(ids) + self.pos(torch.arange(seq))  # [batch, seq, d_model]
+        weights = []
+        for block in self.blocks:
+            if keep_weights:
+                weights.append(block.attention_weights(x, mask))
+            x = block(x, mask)                            # [batch, seq, d_model]
+        return x, weights
+
+
+def _check_ids(ids: torch.Tensor, seq_len: int) -> None:
+    if ids.dim() != 2 or not 1 <= ids.shape[1] <= seq_len:
+        raise ValueError(
+            f"ids 应是二维 [batch, seq]，seq 在 1..{seq_len} 之间；"
+            f"收到形状 {tuple(ids.shape)}")
+
+
+def _check_lengths(min_len: int, max_len: int, seq_len: int) -> None:
+    if not 1 <= min_len <= max_len or 2 * max_len > seq_len:
+        raise ValueError(
+            f"A 的长度范围 {min_len}..{max_len} 应满足 1 ≤ min_len ≤ max_len，"
+            f"且两遍 A 放得进 seq_len = {seq_len}（2 × max_len ≤ seq_len）")
+
+
+# ---------------------------------------------------------------- 数据
+
+
+@dataclass(frozen=True)
+class RepeatBatch:
+    """一批重复序列：第 b 条里，A 从 starts[b] - lengths[b] 开始，
+    第二遍从 starts[b] 开始，一直到序列末尾。"""
+
+    ids: torch.Tensor       # [batch, seq]
+    starts: torch.Tensor    # [batch]：第二遍 A 的第一个位置
+    lengths: torch.Tensor   # [batch]：A 的长度
+
+
+# 第 7 节 训练出来的头「任务：把见过的再说一遍」
+def repeat_batch(batch: int, generator: torch.Generator,
+                 vocab_size: int = REPEAT_VOCAB, seq_len: int = REPEAT_SEQ_LEN,
+                 min_len: int = REPEAT_MIN, max_len: int = REPEAT_MAX,
+                 repeat: bool = True) -> RepeatBatch:
+    """随机前缀 + A + A：每个 token 在 0..vocab_size-1 里均匀抽取，A 的长度在
+    min_len..max_len 里均匀抽取，第二遍 A 正好占到序列末尾。
+
+    repeat=False 时长度和位置照抽，第二遍却换成新的随机 token：
+    用来看“不重复时哪个头失灵”。
+    """
+    _check_lengths(min_len, max_len, seq_len)
+    ids = torch.randint(vocab_size, (batch, seq_len), generator=generator)
+    lengths = torch.randint(min_len, max_len + 1, (batch,), generator=generator)
+    starts = seq_len - lengths                        # 第二遍的起点
+    if repeat:
+        pos = torch.arange(seq_len).expand(batch, seq_len)
+        second = pos >= starts[:, None]
+        src = torch.where(second, pos - lengths[:, None], pos)  # 第二遍抄第一遍
+        ids = ids.gather(1, src)
+    return RepeatBatch(ids, starts, lengths)
+
+
+GRAMMAR_WORDS = ("the", "a", "cat", "dog", "mat", "sat", "ran", "on")
+VERB_OF = {"cat": "sat", "dog": "ran"}   # 规则 1：谓语由主语决定
+
+
+# 第 7 节 训练出来的头「玩具语法」
+def grammar_batch(batch: int, generator: torch.Generator) -> torch.Tensor:
+    """玩具语法的一批句子 “D₁ N₁ V on D₂ N₂”，token id 用第 1 节的词表 VOCAB。
+
+    D₁ 在 the、a 里、N₁ 在 cat、dog 里均匀抽取；三条规则：
+    1. V 由主语决定：cat → sat，dog → ran；
+    2. D₂ 与 D₁ 相同；
+    3. N₂ 在 cat、dog、mat 里，但不等于 N₁（两个里均匀抽一个）。
+    返回 [batch, 6]。
+    """
+    dets = torch.tensor([VOCAB["the"], VOCAB["a"]])
+    subjects = torch.tensor([VOCAB["cat"], VOCAB["dog"]])
+    verbs = torch.tensor([VOCAB[VERB_OF["cat"]], VOCAB[VERB_OF["dog"]]])
+    d = torch.randint(2, (batch,), generator=generator)
+    n = torch.randint(2, (batch,), generator=generator)
+    # N₂：除 N₁ 外的两个名词之一
+    others = torch.tensor([[VOCAB["dog"], VOCAB["mat"]],
+                           [VOCAB["cat"], VOCAB["mat"]]])
+    pick = torch.randint(2, (batch,), generator=generator)
+    return torch.stack([dets[d], subjects[n], verbs[n],
+                        torch.full((batch,), VOCAB["on"]), dets[d],
+                        others[n, pick]], dim=1)
+
+
+def sentence_ids(sentence: str) -> torch.Tensor:
+    """一句话 → [1, seq] 的 token id
+    （词必须在第 1 节的词表里；见第 7 节「玩具语法」）。"""
+    words = sentence.split()
+    unknown = [w for w in words if w not in VOCAB]
+    if unknown:
+        raise ValueError(
+            f"这些词不在第 1 节的词表里：{unknown}；词表是 {list(VOCAB)}")
+    return torch.tensor([[VOCAB[w] for w in words]])
+
+
+# ---------------------------------------------------------------- 角色的分数
+
+
+# 第 7 节 训练出来的头「两个角色，两个分数」
+def previous_token_score(weights: torch.Tensor) -> torch.Tensor:
+    """前一个 token 分数：每个头里，位置 i 分给位置 i−1 的权重的平均（i 从 1 起）。
+
+    weights: [batch, heads, seq, seq] → [heads]。1 表示这个头只看前一个 token。
+    """
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, -1))
+
+
+# 第 7 节 训练出来的头「两个角色，两个分数」
+def induction_score(weights: torch.Tensor, data: RepeatBatch) -> torch.Tensor:
+    """归纳分数：在第二遍 A 里，位置 t 分给“当前 token 上一次出现处的下一个位置”
+    （t − L + 1，L 是 A 的长度）的权重，对所有这样的 t 和整批序列求平均。
+
+    weights: [batch, heads, seq, seq] → [heads]。
+    1 表示这个头总是看向“上次接在我后面的那个”。
+    """
+    batch, _, seq, _ = weights.shape
+    pos = torch.arange(seq).expand(batch, seq)
+    in_copy = pos >= data.starts[:, None]                        # [batch, seq]
+    target = (pos - data.lengths[:, None] + 1).clamp(min=0)      # [batch, seq]
+    # 每行 t 取第 target[t] 列：[batch, heads, seq]
+    picked = weights.gather(-1, target[:, None, :, None].expand(
+        batch, weights.shape[1], seq, 1)).squeeze(-1)
+    mask = in_copy[:, None, :].to(weights.dtype)
+    return (picked * mask).sum(dim=(0, 2)) / mask.sum(dim=(0, 2))
+
+
+def head_scores(model: TinyGPT, data: RepeatBatch) -> list[dict[str, list[float]]]:
+    """每一层每个头的两个分数（见第 7 节 训练出来的头），按层排列：
+    [{"previous": [...], "induction": [...]}, ...]。
+
+    和训练时一样，模型读每条序列的前 seq − 1 个 token。
+    """
+    return [{"previous": previous_token_score(w).tolist(),
+             "induction": induction_score(w, data).tolist()}
+            for w in model.attention(data.ids[:, :-1])]
+
+
+# ---------------------------------------------------------------- 训练
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class TrainedModel:
+    """一次训练的结果（见第 7 节 训练出来的头）：模型、每一步的训练损失、
+    瞎猜的损失 ln(vocab_size)，
+    以及训练用掉的秒数（只供参考，不进正文）。"""
+
+    model: TinyGPT
+    losses: list[float]
+    chance_loss: float
+    seed: int
+    seconds: float
+
+
+def _train(model: TinyGPT, sample: Callable[[torch.Generator], torch.Tensor],
+           steps: int, lr: float, seed: int) -> TrainedModel:
+    """单线程、固定种子地训练 model；
+    sample(generator) 给出一批 [batch, seq] 的 token。"""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # 小模型：单线程更快；线程数一变，结果的最后几位也会变
+    t0 = time.perf_counter()
+    try:
+        gen = torch.Generator().manual_seed(seed + 1)   # 数据的随机数与初始化分开
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        vocab = model.out.out_features
+        losses = []
+        for _ in range(steps):
+            ids = sample(gen)
+            logits = model(ids[:, :-1])
+            loss = F.cross_entropy(logits.reshape(-1, vocab), ids[:, 1:].reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    finally:
+        torch.set_num_threads(threads)
+    model.eval()
+    return TrainedModel(model=model, losses=losses, chance_loss=math.log(vocab),
+                        seed=seed, seconds=time.perf_counter() - t0)
+
+
+def untrained(n_layers: int = 2, num_heads: int = 2, seed: int = 0,
+              vocab_size: int = REPEAT_VOCAB,
+              seq_len: int = REPEAT_SEQ_LEN) -> TinyGPT:
+    """与 `train_repeat` 同样形状、同样种子、但一步也没训练的模型
+    （对照组，见第 7 节 训练出来的头）。"""
+    torch.manual_seed(seed)
+    model = TinyGPT(vocab_size, seq_len - 1, num_heads=num_heads, n_layers=n_layers)
+    return model.eval()
+
+
+def train_repeat(n_layers: int = 2, num_heads: int = 2, steps: int = 800,
+                 seed: int = 0, batch: int = 64, lr: float = 5e-3) -> TrainedModel:
+    """在重复序列上训练 TinyGPT（d_model 32、d_ff 64），返回 TrainedModel
+    （见第 7 节 训练出来的头）。
+
+    模型读 23 个 token（序列的前 23 个），位置 i 猜第 i+1 个。
+    """
+    model = untrained(n_layers, num_heads, seed)
+    return _train(model, lambda g: repeat_batch(batch, g).ids, steps, lr, seed)
+
+
+def train_grammar(n_layers: int = 1, num_heads: int = 2, steps: int = 400,
+                  seed: int = 0, batch: int = 64, lr: float = 5e-3) -> TrainedModel:
+    """在玩具语法的句子上训练 TinyGPT，返回 TrainedModel
+    （见第 7 节 训练出来的头）。"""
+    torch.manual_seed(seed)
+    model = TinyGPT(len(VOCAB), 5, num_heads=num_heads, n_layers=n_layers)
+    return _train(model, lambda g: grammar_batch(batch, g), steps, lr, seed)
+
+
+def repeat_losses(model: TinyGPT, data: RepeatBatch) -> tuple[float, float]:
+    """训练后的损失，分两处算：(第二遍 A 里能抄的位置, 其余位置)
+    （见第 7 节 训练出来的头）。
+
+    “能抄的位置”是要猜的 token 落在第二遍 A 里、且不是第二遍的第一个 token。
+    """
+    with torch.no_grad():
+        logits = model(data.ids[:, :-1])
+        loss = F.cross_entropy(logits.transpose(1, 2), data.ids[:, 1:],
+                               reduction="none")                 # [batch, seq-1]
+    target_pos = torch.arange(1, data.ids.shape[1]).expand_as(loss)
+    copy = target_pos > data.starts[:, None]
+    return loss[copy].mean().item(), loss[~copy].mean().item()
+
+
+def _check_layer_head(model: TinyGPT, layer: int, head: int) -> None:
+    if not 1 <= layer <= len(model.blocks):
+        raise ValueError(f"layer 应在 1..{len(model.blocks)} 之间，收到 {layer}")
+    heads = model.blocks[layer - 1].attn.num_heads
+    if not 1 <= head <= heads:
+        raise ValueError(f"head 应在 1..{heads} 之间，收到 {head}")
+
+
+# 第 7 节 训练出来的头「第二层靠第一层」
+def without_head(model: TinyGPT, layer: int, head: int) -> TinyGPT:
+    """复制一份模型，把第 layer 层（从 1 数）第 head 个头（从 1 数）剪掉：
+    W_O 里读这个头输出的那几列清零，这个头就再也写不进残差流。原模型不变。"""
+    _check_layer_head(model, layer, head)
+    mha = model.blocks[layer - 1].attn
+    pruned = copy.deepcopy(model)
+    cols = slice((head - 1) * mha.d_k, head * mha.d_k)
+    with torch.no_grad():
+        pruned.blocks[layer - 1].attn.W_O.weight[:, cols] = 0
+    return pruned
+
+
+def offset_weight(weights: torch.Tensor, offset: int) -> float:
+    """权重表里位置 i 分给位置 i + offset 的平均权重（offset = 1：下一个位置；
+    0：自己；−1：前一个位置）。weights: [..., seq, seq]
+    （见第 7 节 训练出来的头「偷看，看得见」）。"""
+    return weights.diagonal(offset=offset, dim1=-2, dim2=-1).mean().item()
