@@ -1,4 +1,4 @@
-"""tools/nb_internals.py：myst-nb / jupyter-cache 内部接口的唯一入口（不构建书，不启动内核）。"""
+"""tools/nb_internals.py：myst-nb / jupyter-cache 内部接口的唯一入口（不构建书；只有标了 kernel 的那个测试启动内核）。"""
 
 from __future__ import annotations
 
@@ -110,3 +110,38 @@ def test_ctrl_c_while_storing_waits_until_the_notebook_file_is_written(tmp_path,
         stop.set()
     assert len(cache.list_cache_records()) == 1
     assert nbi.probe_cache(cache_dir) is None  # 记录与文件都在
+
+
+@pytest.mark.kernel
+def test_a_line_printed_in_pieces_stays_one_line_on_the_page(tmp_path):
+    """内核把一行输出分几段发送（这里用 flush 逼它分段；忙的机器上定时器也会这样切）：构建执行完就把
+    相邻的同名输出流原样接起来，myst-nb 合并输出流时（每段去掉结尾空白、补换行）这一行就不会断成两行。"""
+    import nbformat
+    from myst_nb.core.utils import coalesce_streams
+
+    nbi = nb_internals.load()
+    cell = nbformat.v4.new_code_cell(
+        'import sys\nsys.stdout.write("标题:"); sys.stdout.flush()\nsys.stdout.write(" "); sys.stdout.flush()\n'
+        'print("tensor([nan, nan])")\nprint("下一行")')
+    nb = nbformat.v4.new_notebook(cells=[cell], metadata={"kernelspec": {
+        "name": "python3", "display_name": "Python 3", "language": "python"}})
+    ok, _ = nbi.execute(nb, tmp_path, timeout=120)
+    assert ok
+    streams = [o for o in nb.cells[0].outputs if o.output_type == "stream"]
+    assert len(streams) == 1 and streams[0].text == "标题: tensor([nan, nan])\n下一行\n"
+    assert coalesce_streams(nb.cells[0].outputs)[0]["text"] == "标题: tensor([nan, nan])\n下一行\n"
+
+
+def test_join_streams_keeps_stdout_stderr_and_displays_apart():
+    import nbformat
+
+    outputs = [nbformat.v4.new_output("stream", name="stdout", text="a"),
+               nbformat.v4.new_output("stream", name="stdout", text=" b\n"),
+               nbformat.v4.new_output("stream", name="stderr", text="w\n"),
+               nbformat.v4.new_output("display_data", data={"text/plain": "x"}),
+               nbformat.v4.new_output("stream", name="stdout", text="c\n")]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("", outputs=outputs)])
+    nb_internals.join_streams(nb)
+    got = [(o.output_type, o.get("name"), o.get("text")) for o in nb.cells[0].outputs]
+    assert got == [("stream", "stdout", "a b\n"), ("stream", "stderr", "w\n"),
+                   ("display_data", None, None), ("stream", "stdout", "c\n")]

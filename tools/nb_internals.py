@@ -32,6 +32,26 @@ VERIFIED: dict[str, set[str]] = {
 }
 
 
+
+def join_streams(nb: Any) -> None:
+    """把每个代码单元里相邻、同名（stdout / stderr）的输出流原样接成一段（就地修改）。
+
+    内核按定时器分段发送输出，段落的边界取决于机器当时有多忙：一行 ``print("标题:", t)`` 可能被切在
+    “标题:” 之后。myst-nb 合并输出流时把每一段的结尾空白去掉、再补一个换行，于是同一个单元在忙的
+    机器上会印成两行。执行完就在这里原样拼接，页面上的输出就不再取决于运气。"""
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        joined = []
+        for out in cell.get("outputs", []):
+            prev = joined[-1] if joined else None
+            if (out.get("output_type") == "stream" and prev is not None
+                    and prev.get("output_type") == "stream" and prev.get("name") == out.get("name")):
+                prev["text"] += out["text"]
+            else:
+                joined.append(out)
+        cell["outputs"] = joined
+
 class UnsupportedVersions(RuntimeError):
     """装的 myst-nb / jupyter-cache 不是 nb_internals 验证过的版本。"""
 
@@ -84,6 +104,7 @@ class Internals:
             hooks["kernel_manager_class"] = kernel_manager_class
         result = self._execute(nb, cwd=str(cwd), allow_errors=False, timeout=timeout,
                                meta_override=True, **hooks)
+        join_streams(nb)
         return result.err is None, result.time
 
     def open_cache(self, cache_dir: Path) -> Any:
