@@ -267,3 +267,19 @@ def test_h_last_sentence_holds_for_the_printed_true(page):
     assert "outputs[:, -1] 与 h_last[0] 相同: True" in _outputs(soup)
     assert "最后一行的 True 说明" in _prose(soup)
 
+
+
+def test_rnn_curve_ratio_and_attention_share_read_the_same_in_prose_and_output(page):
+    """“位置 70 以前最高的点是末尾那个点的百分之几”是 glue 的算出值（不是向上取整的界）；
+    注意力前半段的占比，正文写百分数，打印的输出里也有同一个百分数。"""
+    from minigpt.experiments import attention_input_gradients, first_half_share, rnn_input_gradients
+
+    _, soup = page
+    prose, out = _prose(soup), _outputs(soup)
+    g = rnn_input_gradients(seq_len=80, input_dim=4, hidden_dim=8, seed=42).grad_norms
+    below = (g[:70].max() / g[-1]).item()
+    assert f"位置 70 以前最高的一个点只有末尾那个点的 {below:.2%}" in prose, prose
+    assert "也不到末尾那个点的" not in prose
+    attn_half = first_half_share(attention_input_gradients().grad_norms)
+    assert f"注意力的前 40 个位置合计 {attn_half:.3%}" in prose
+    assert re.search(rf"注意力:\s+{attn_half:.3e}（即 {re.escape(f'{attn_half:.3%}')}）", out), out

@@ -626,3 +626,73 @@ def test_minus_sign_is_the_ascii_hyphen_minus_in_prose_and_glued_values(built_bo
     assert not bad, f"{docname}：这些文字里的负号不是 ASCII 的“-”：{bad}"
     assert not any(OTHER_MINUS.search(v) for v in page.pasted), page.pasted
 
+
+
+def test_s2_even_weights_are_explained_by_the_small_scaled_scores(built_book):
+    """第三步末尾：权重分得比较平均，原因是缩放后的分数小、行内差距小（不是“因为随机初始化”）。
+    句中的三个数都是 glue 的；“比较平均”的结论在这里按算出的值核对：行内最大权重不到最小的 2 倍，
+    而这个倍数正是 e^(行内分数差)。"""
+    from minigpt import attention
+
+    _, ex, w = _toy()
+    scaled = attention.scale_scores(attention.attention_scores(ex.Q, ex.K), 4)
+    ratio = (w.max(dim=-1).values / w.min(dim=-1).values).max().item()
+    spread = (scaled.max(dim=-1).values - scaled.min(dim=-1).values).max().item()
+    bound = math.ceil(scaled.abs().max().item() * 100) / 100
+    part = section(built_book, "s2_scaled_dot_product", "第三步：softmax 归一化")
+    assert pasted_after(part, "最多是最小的") == [f"{ratio:.2f}"], part.pasted
+    assert pasted_after(part, "绝对值都不超过") == [f"{bound:.2f}"], part.pasted
+    assert pasted_after(part, "最多差") == [f"{spread:.2f}"], part.pasted
+    assert scaled.abs().max().item() <= bound
+    assert ratio < 2 and math.isclose(ratio, math.exp(spread), rel_tol=1e-5)
+    assert "不在初始化本身" in part.text and "所以分得比较平均" not in part.text
+
+
+def test_s2_equations_count_positions_from_zero_like_the_code(built_book):
+    """全书位置从 0 数：第 2 节的求和、softmax 的下标都写 0 到 n-1，和下面代码里的 V[0]、w0[0] 同一个基。"""
+    page = load(built_book, "s2_scaled_dot_product")
+    sums = [m for m in page.math if r"\sum" in m]
+    assert sums and not [m for m in sums if re.search(r"\\sum_\{\w=1\}", m)], sums
+    assert any(r"\sum_{j=0}^{n-1}" in m and "A_{ij}" in m for m in sums), sums
+    assert any(r"\sum_{l=0}^{n-1}" in m and "e^{z_l}" in m for m in sums), sums
+    assert "从 0 数起" in page.text
+
+
+def test_pages_do_not_point_to_chapters_this_book_does_not_have():
+    """本书只有这一章：输入层、输出层在来源教程里，不能写成本书的“前面几章”“下一章”。"""
+    for doc in ("intro", "summary", *(p.stem for p in (REPO / "book").glob("s[0-9]_*.md"))):
+        text = (REPO / "book" / f"{doc}.md").read_text(encoding="utf-8")
+        for phrase in ("前面几章", "下一章", "上一章"):
+            assert phrase not in text, (doc, phrase)
+    intro = (REPO / "book" / "intro.md").read_text(encoding="utf-8")
+    assert intro.count("不在本书里") == 2 and "references" in intro
+
+
+def test_d_k_and_d_model_are_called_width_everywhere_like_the_glossary():
+    """术语表说每个概念一个中文说法：d_k、d_model 叫“宽度”，不叫“维度”。"""
+    book = REPO / "book"
+    glossary = (book / "glossary.md").read_text(encoding="utf-8")
+    assert "每个概念只用一个中文说法" in glossary
+    for name in ("d_model", "d_k"):
+        entry = glossary.split(f"\n{name}\n", 1)[1].split("\n\n", 1)[0]
+        assert "宽度" in entry and "维度" not in entry, entry
+    pattern = re.compile(r"维度\s*\[?\$?\\?(d_k|d_\{?\\text\{model\}|d_\\text)|维度\s*`?\{term\}`d_")
+    for path in book.glob("*.md"):
+        if path.name == "homework.md":
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert not pattern.search(text), (path.name, pattern.search(text).group(0))
+        assert "维度越高" not in text, path.name
+
+
+def test_numbered_cross_references_are_followed_by_a_space_before_chinese():
+    """{numref} 按默认格式渲染成“图 4.1”“表 4.2”，以数字结尾：后面紧跟汉字时，和全书一样空一格。
+    自定格式以汉字结尾的（如“第 %s 节”）不在此列。"""
+    ref = re.compile(r"\{numref\}`([^`]*)`(?=[\u4e00-\u9fff])")
+    bad = []
+    for path in (REPO / "book").glob("*.md"):
+        for m in ref.finditer(path.read_text(encoding="utf-8")):
+            title = m.group(1).split("<")[0].strip()
+            if "<" not in m.group(1) or title.endswith("%s"):
+                bad.append(f"{path.name}: {m.group(0)}")
+    assert not bad, bad

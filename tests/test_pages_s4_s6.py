@@ -395,16 +395,59 @@ def test_s6_stack_without_layernorm_grows_and_with_it_stays_at_one(built_book):
         assert value in prose, (value, prose)
     dev = max(abs(v - 1) for v in r.rms_with_ln[1:])
     assert f"{dev:.1e}" in prose
-    # 正文的几句结论：有 LayerNorm 时每层都回到 1；没有时一路往上走（中间有起伏），32 层后是输入的好几倍
+    # 正文的几句结论：有 LayerNorm 时每层都回到 1；没有时并非每层都变大（变小的层数和层号是 glue 的），
+    # 但总体往上走，32 层后是输入的好几倍
     assert "回到 1" in prose and dev < 1e-4
-    assert "一路往上走" in prose and r.rms_without_ln[8] < r.rms_without_ln[16] < r.rms_without_ln[32]
-    if "中间有起伏" in prose:
-        assert any(b < a for a, b in zip(r.rms_without_ln, r.rms_without_ln[1:]))
+    no_ln = r.rms_without_ln
+    down = [n for n in range(1, 33) if no_ln[n] < no_ln[n - 1]]
+    assert down, "去掉 LayerNorm 后每层都变大了：正文“并不是每过一层都变大”不再成立"
+    assert f"32 个 Block 里有 {len(down)} 个让它变小（第 {'、'.join(map(str, down))} 个）" in prose, prose
+    assert "一路往上走" not in prose and "一层比一层" not in prose
+    assert "总体是往上走" in prose and no_ln[0] < no_ln[8] < no_ln[16] < no_ln[32]
     assert ratio > 5
+    # 开头讲道理的那段：x + F(x) 可长可短，没有哪一步把尺度拉回固定值
+    assert "也可能变短" in prose and "只要 $F(x)$ 不恰好" not in prose
     assert "def activation_scale" in section.get_text()  # 页面展示的就是包里的那份源码
     # 小节末尾回头看时引用的也是同一个倍数
     summary = _prose(_section(soup, "s6-summary"))
     assert f"{ratio:.1f} 倍" in summary, summary
+    assert "一层比一层大" not in summary and "总体越摞越大" in summary
+
+
+def test_s6_says_only_gpt1_is_post_ln_and_cites_karpathy_for_the_pre_ln_gpt(built_book):
+    """图 6.2 是 Post-LN 的 Block：GPT 家族里只有第一代这样排，GPT-2/3 和 Karpathy 的 GPT 是 Pre-LN 加最后一个 LayerNorm。
+    引用 Karpathy 的那句话必须说明这一点，参考资料页对这条引用的说明也一样。"""
+    soup = _s6_soup(built_book)
+    text = "\n".join(p.get_text() for p in soup.select("article p"))
+    assert "GPT 只用右边那一摞" not in text and "这一摞 Block 就成了 GPT" not in text
+    karpathy = [p for p in soup.select("article p") if "[Karpathy, 2023]" in p.get_text()]
+    assert len(karpathy) == 1, karpathy
+    k = karpathy[0].get_text()
+    assert "Pre-LN" in k and "只有第一代" in k and "最后一个 Block 之后另加一个 LayerNorm" in k, k
+    encdec = [p.get_text() for p in soup.select("article p") if "只用右边那一摞" in p.get_text()]
+    assert len(encdec) == 1 and "只有第一代 GPT" in encdec[0], encdec
+    refs = (Path(__file__).resolve().parent.parent / "book" / "references.md").read_text(encoding="utf-8")
+    entry = next(line for line in refs.splitlines() if "`karpathy2023gpt`" in line)
+    assert "Pre-LN" in entry and "依据的是它" not in entry, entry
+
+
+def test_s6_encoder_layer_sentence_names_every_argument_the_test_sets():
+    """第 6 节说 nn.TransformerEncoderLayer 要设哪些参数才和本页的 Block 相同；
+    tests/test_layers.py 里做比较的那次创建用的正是这些参数：两边必须一致。"""
+    import ast
+
+    here = Path(__file__).resolve().parent
+    tree = ast.parse((here / "test_layers.py").read_text(encoding="utf-8"))
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and getattr(n.func, "attr", None) == "TransformerEncoderLayer"]
+    assert len(calls) == 1
+    kwargs = {k.arg for k in calls[0].keywords} | {"dim_feedforward"}   # d_ff 是第三个位置参数
+    assert len(calls[0].args) == 3
+    page = (here.parent / "book" / "s6_block.md").read_text(encoding="utf-8")
+    sentence = next(p for p in page.split("\n\n") if "nn.TransformerEncoderLayer" in p and "test_layers.py" in p)
+    for name in kwargs:
+        assert f"`{name}`" in sentence or f"`{name}=" in sentence, (name, sentence)
+    assert "2048" in sentence and "0.1" in sentence
 
 
 def test_s6_residual_path_table_and_sentences_agree_with_the_computation(built_book):

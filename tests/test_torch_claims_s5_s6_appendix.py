@@ -83,3 +83,26 @@ def test_rnn_starts_from_a_zero_hidden_state():
     x = torch.randn(1, 5, 4)
     with torch.no_grad():
         torch.testing.assert_close(rnn(x)[0], rnn(x, torch.zeros(1, 1, 8))[0])
+
+
+def test_transformer_encoder_layer_defaults_differ_from_the_book_block_as_s6_says():
+    """第 6 节：nn.TransformerEncoderLayer 默认 norm_first=False（Post-LN）、activation="relu"，
+    但 dim_feedforward=2048、dropout=0.1、batch_first=False，要逐一设过才和本页的 Block 相同。"""
+    import inspect
+
+    defaults = {k: p.default for k, p in inspect.signature(nn.TransformerEncoderLayer).parameters.items()}
+    assert defaults["norm_first"] is False
+    assert defaults["dim_feedforward"] == 2048
+    assert defaults["dropout"] == 0.1
+    assert defaults["batch_first"] is False
+    layer = nn.TransformerEncoderLayer(8, 2, dropout=0.0)
+    assert layer.linear1.out_features == 2048
+    x = torch.randn(3, 5, 8)
+    # batch_first=False：第 0 维被当作序列；把一个“批次”里的第 1 个位置改掉，另一个位置的输出就跟着变
+    y = layer.eval()(x)
+    x2 = x.clone()
+    x2[1] += 1.0
+    assert not torch.allclose(layer(x2)[0], y[0])   # 沿第 0 维（序列）互相读取
+    # activation 默认 relu（签名里写成字符串 "relu" 或函数 F.relu，视版本而定）
+    import torch.nn.functional as F
+    assert defaults["activation"] is F.relu or defaults["activation"] == "relu"
