@@ -1,0 +1,65 @@
+"""诊断表（见「作业」一节）：每条诊断是一行——名字、怎样算出“犯了这个错会得到的值”、说什么。
+
+检查器按表的顺序，从最具体的错误到最笼统的，逐条比较；第一条在容差之内对得上的，就是提示。
+一条也对不上时，检查器给出平铺直叙的事实（哪一格不一致），不猜。
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from .values import close
+
+
+@dataclass(frozen=True)
+class Looks:
+    """一条诊断：答案与 ``make(ctx)`` 在容差之内相等（且那个值本身不是正确答案），就说 ``message``。
+
+    make 返回 None 表示这条诊断对这组数据不适用（例如 Q、K 形状不同时没有 Q @ Q.T）。
+    """
+
+    name: str
+    make: Callable[[Any], Any]
+    message: str
+
+
+def first_look(got: torch.Tensor, truth: torch.Tensor, rows, ctx) -> Looks | None:
+    """表里第一条对得上 got 的诊断；都对不上时返回 None。"""
+    for row in rows:
+        try:
+            value = row.make(ctx)
+        except (RuntimeError, IndexError, ValueError):  # 这组数据上算不出这种错误
+            continue
+        if value is None:
+            continue
+        value = torch.as_tensor(value).double()
+        if close(got, value) and not close(value, truth):
+            return row
+    return None
+
+
+def rounding_hint(got: torch.Tensor, truth: torch.Tensor) -> str | None:
+    """got 离 truth 很近却不在容差之内时给出提示
+    （常见于四舍五入，或照着打印出的小数手算）。
+
+    提示只说像是哪种做法，不说正确值，也不说差了多少。
+    """
+    if got.shape != truth.shape or not torch.isfinite(got).all():
+        return None
+    for d in range(5):
+        rounded = torch.round(truth, decimals=d)
+        if close(got, rounded) and not close(rounded, truth):
+            if d == 0:
+                return ("你的数像是取了整（int(…) 或 round(…)）：这里的数一般是小数，"
+                        "请交计算出来的张量本身，不要取整")
+            return (f"你的数像是四舍五入到了 {d} 位小数"
+                    "（或者是照着打印出来的数抄的）："
+                    "检查器按容差比较，请交计算出来的张量本身，不要舍入")
+    gap = (got - truth).abs().max()
+    if gap <= 1e-2 * max(1.0, truth.abs().max().item()):
+        return ("你的数很接近，但超出了容差：像是取了近似值，或者照着打印出来的"
+                "几位小数手算的。请直接用题目给的张量计算，不要舍入")
+    return None
