@@ -18,25 +18,24 @@
 
 - ``errors``：两个异常；``values``：把答案整理成张量或整数、容差；
 - ``hints``：诊断表的一行（``Looks``）与“像是舍入了”的提示；
-- ``data``：题目给的数据（``exercise_inputs``）；``exercise``：题目的描述、检查器的包装；
+- ``data``：题目给的数据（``exercise_inputs``）；``exercise``：题目的描述，以及笔记本里的检查器
+  （它和批改程序判的是同一件事：同一个判题函数、同一份重新生成的题目数据）；
 - ``dot_score``、``score_matrix``（作业 1）、``causal_mask``、``masked_weights``（作业 2）、
   ``ffn_params``（作业 3）：一道小题一个模块；
-- ``exercises``：批改用的题目清单 ``EXERCISES``。
+- ``exercises``：批改用的题目清单 ``EXERCISES`` 和笔记本里调用的 ``check_xxx``。
 
 批改作业用 ``python -m minigpt.grade``（见 minigpt/grading/）；它用 ``EXERCISES`` 和
 ``exercise_inputs()``：题目数据由包重新生成，只从学生的笔记本里取答案变量。
 ``Exercise.run`` 返回通过时的那一行消息。
 """
 
-from .causal_mask import check_causal_mask
 from .data import exercise_inputs
-from .dot_score import check_dot_score
 from .errors import HomeworkNotFilled, HomeworkWrong
 from .exercise import Exercise
-from .exercises import EXERCISES
-from .ffn_params import check_ffn_params
-from .masked_weights import check_masked_weights
-from .score_matrix import check_score_matrix
+from .exercises import (
+    EXERCISES, check_causal_mask, check_dot_score, check_ffn_params, check_masked_weights,
+    check_score_matrix,
+)
 from .values import TOLERANCE, TOLERANCE_TEXT
 
 __all__ = [

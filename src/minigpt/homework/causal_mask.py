@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 
 from .errors import HomeworkWrong
-from .exercise import prints
 from .values import count, passed, require, to_tensor, tril
 
 # (名字, 由 n 造出“犯了这个错会得到的”能看矩阵, 提示)：按顺序比较，第一条完全相同的就是提示
@@ -26,6 +25,9 @@ LOOKS = (
     ("diagonal_minus_one", lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1),
      "对角线被遮住了：位置 i 应该能看到自己。这样第 0 行全被遮住，"
      "softmax 会得到 NaN"),
+    ("all_zero", lambda n: torch.zeros(n, n, dtype=torch.bool),
+     "全是 0：所有位置都被遮住，每个位置连自己也看不到，softmax 会得到 NaN。"
+     "对角线和它下方应当是 1"),
     ("eye", lambda n: torch.eye(n, dtype=torch.bool),
      "这是单位矩阵：每个位置只看自己。因果遮蔽只遮住位置 i 之后的 token，"
      "它前面的都能看"),
@@ -52,11 +54,10 @@ def _values(m: torch.Tensor) -> None:
     if bad.any():
         raise HomeworkWrong(
             "检查 mask 的取值：只能是 0 和 1（或 False / True），"
-            f"发现了 {m[bad].unique().tolist()[:5]}", "values")
+            f"发现了 {m[bad].unique().tolist()[:5]}", "values_range")
 
 
-@prints
-def check_causal_mask(mask, seq_len) -> str:
+def judge_causal_mask(mask, seq_len) -> str:
     """作业 2（一）：因果遮蔽的遮蔽矩阵是下三角，1 / True = 可以看，
     0 / False = 遮住（见第 3 节）。
     """

@@ -42,8 +42,8 @@ def first_look(got: torch.Tensor, truth: torch.Tensor, rows, ctx) -> Looks | Non
 
 
 def rounding_hint(got: torch.Tensor, truth: torch.Tensor) -> str | None:
-    """got 离 truth 很近却不在容差之内时给出提示
-    （常见于四舍五入，或照着打印出的小数手算）。
+    """got 是把 truth 四舍五入到 0～4 位小数的结果时给出提示（常见于照着打印出的小数抄）；
+    否则，got 与 truth 处处相差不到千分之一时，如实说“很接近但超出了容差”。
 
     提示只说像是哪种做法，不说正确值，也不说差了多少。
     """
@@ -59,7 +59,7 @@ def rounding_hint(got: torch.Tensor, truth: torch.Tensor) -> str | None:
                     "（或者是照着打印出来的数抄的）："
                     "检查器按容差比较，请交计算出来的张量本身，不要舍入")
     gap = (got - truth).abs().max()
-    if gap <= 1e-2 * max(1.0, truth.abs().max().item()):
-        return ("你的数很接近，但超出了容差：像是取了近似值，或者照着打印出来的"
-                "几位小数手算的。请直接用题目给的张量计算，不要舍入")
+    if gap <= 1e-3 * max(1.0, truth.abs().max().item()):
+        return ("你的数与正确值处处相差不到千分之一，但超出了容差：像是用了照着打印出来的"
+                "几位小数手算的数。请直接用题目给的张量计算，不要舍入")
     return None

@@ -7,7 +7,6 @@ import math
 import torch
 
 from .errors import HomeworkWrong
-from .exercise import prints
 from .hints import Looks, first_look, rounding_hint
 from .values import TOLERANCE, TOLERANCE_TEXT, close, count, passed, require, to_tensor, tril
 
@@ -53,6 +52,9 @@ NEG_INF_LOOKS = (
 
 # 答案里有 NaN：某些行的分数全被换成了 -inf
 NAN_LOOKS = (
+    ("filled_pos_inf", lambda c: torch.softmax(c.s.masked_fill(c.future, float("inf")), dim=-1),
+     "被遮住的分数填成了 +inf 而不是 -inf：e 的 +inf 次方是无穷大，"
+     "凡是有未来位置的行，softmax 都只能算出 ∞/∞。填 float(\"-inf\")"),
     ("inverted", lambda c: torch.softmax(c.s.masked_fill(c.allowed, NEG_INF), dim=-1),
      "遮蔽反了：被换成 -inf 的是能看的位置（对角线及以下），留下的却是未来。"
      "像是写成了 masked_fill(mask == 1, …)，或者把 mask 直接当成了条件"
@@ -179,18 +181,39 @@ def _non_finite(w: torch.Tensor, c: _Data) -> HomeworkWrong | None:
         return HomeworkWrong(f"weights 里有 -inf：{hint}", row.name if row else "neg_inf")
     if torch.isnan(w).any():
         rows = sorted({r[-2] for r in torch.isnan(w).nonzero().tolist()})
-        head = (f"weights 的第 {rows} 行是 NaN：这几行的分数像是全被换成了 -inf，"
-                "softmax 只能算出 0/0。")
+        head = f"weights 的第 {rows} 行是 NaN。"
         for name, make, hint in NAN_LOOKS:
             value = make(c)
             if value.shape == w.shape and torch.allclose(w, value, equal_nan=True, **TOLERANCE):
                 return HomeworkWrong(head + hint, name)
-        return HomeworkWrong(head + "检查哪些位置被换成了 -inf：每个位置至少能看到自己，"
+        return HomeworkWrong(head + "softmax 的输入里一行全是 -inf（0/0），或者有 +inf（∞/∞），"
+                                    "都会算出 NaN。检查哪些位置被换成了什么：每个位置至少能看到自己，"
                                     "所以每一行都应当留下可以看的分数", "nan")
     if torch.isinf(w).any():
         return HomeworkWrong("weights 里有无穷大：softmax 的输出都在 0 和 1 之间，"
                              "检查计算过程", "inf")
     return None
+
+
+def _finite_fill(w: torch.Tensor, c: _Data) -> HomeworkWrong | None:
+    """未来位置的分数填成了一个有限的数（-10、-5……）而不是 -inf：未来位置分到一点权重。
+
+    由第一个漏出权重的格子反推填的数 v（w[i, j] / w[i, i] = e^(v - s[i, i])），
+    再核对整个答案是不是 softmax(把未来位置填成 v 的 scores)。
+    """
+    leak = (w > TOLERANCE["atol"]) & c.future
+    if not leak.any() or not bool((w[..., c.allowed] > 0).all()):
+        return None
+    idx = leak.nonzero()[0].tolist()
+    i, j = idx[-2], idx[-1]
+    lead = tuple(idx[:-2])
+    v = math.log(w[lead + (i, j)].item() / w[lead + (i, i)].item()) + c.s[lead + (i, i)].item()
+    if not close(w, torch.softmax(c.s.masked_fill(c.future, v), dim=-1)):
+        return None
+    return HomeworkWrong(
+        f"检查 weights：被遮住的分数像是填成了 {v:.3g}，而不是 -inf："
+        "e 的这个次方虽小，却不是 0，未来位置照样分到一点权重。"
+        "填 float(\"-inf\")（或 torch.finfo(scores.dtype).min）", "small_leak")
 
 
 def _properties(w: torch.Tensor, c: _Data) -> HomeworkWrong:
@@ -220,8 +243,7 @@ def _properties(w: torch.Tensor, c: _Data) -> HomeworkWrong:
         "有没有对分数另做了别的变换", "values")
 
 
-@prints
-def check_masked_weights(weights, scores, d_k=None) -> str:
+def judge_masked_weights(weights, scores, d_k=None) -> str:
     """作业 2（二）：遮蔽后的注意力权重（见第 3 节）。
 
     正确答案 = softmax(把未来位置设为 -inf 的 scores)，沿最后一维。
@@ -245,6 +267,9 @@ def check_masked_weights(weights, scores, d_k=None) -> str:
     row = first_look(w, c.truth, _mistakes(), c)
     if row is not None:
         raise HomeworkWrong(f"检查 weights：{row.message}", row.name)
+    problem = _finite_fill(w, c)
+    if problem is not None:
+        raise problem
     rounding = rounding_hint(w, c.truth)
     if rounding is not None:
         raise HomeworkWrong(f"检查 weights 的数值：{rounding}", "rounding")

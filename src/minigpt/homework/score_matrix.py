@@ -7,7 +7,6 @@ import math
 import torch
 
 from .errors import HomeworkWrong
-from .exercise import prints
 from .hints import Looks, first_look, rounding_hint
 from .values import TOLERANCE, TOLERANCE_TEXT, close, float_tensor, passed, require
 
@@ -57,6 +56,15 @@ def _looks(d: _Data) -> tuple[Looks, ...]:
         Looks("k_k", _same_shape(lambda c: c.K @ c.K.T),
               "检查 S：这像是 K @ K.T，Key 和自己做了点积。"
               "分数是 Query 与 Key 的点积：左边应当是 Q"),
+        Looks("all_zero", lambda c: torch.zeros_like(c.truth),
+              "检查 S：每一格都还是 0。像是建好了全零张量，循环却没有把点积写进去"
+              "（循环没有运行，或者算出的数没有赋给 S[i, j]）"),
+        Looks("lower_triangle_only", _square(lambda c: c.truth.tril()),
+              "检查 S：对角线及以下都对，对角线以上（未来位置）却都是 0，像是已经做了遮蔽"
+              "（乘了下三角矩阵，或者 masked_fill 成了 0）。这一问只要原始分数，遮蔽是作业 2 的事"),
+        Looks("diagonal_only", _square(lambda c: torch.diag(c.truth.diagonal())),
+              "检查 S：只有对角线上的格子对，其余都是 0，像是只算了 Q[i] 与 K[i]（i == j）的那几格。"
+              "S[i, j] 要对每一对 i、j 都算"),
         Looks("row_index", _square(lambda c: c.truth.diagonal()[:, None].expand_as(c.truth)),
               "检查 S 的下标：每一行的数都相同，像是第 i 行只用了 Q[i] 与 K[i]"
               "（第二个下标也写成了 i）。S[i, j] 应当用 K[j]"),
@@ -66,41 +74,62 @@ def _looks(d: _Data) -> tuple[Looks, ...]:
     )
 
 
-def _shape_hint(got: torch.Tensor, d: _Data) -> str:
+def _shape_hint(got: torch.Tensor, d: _Data) -> tuple[str, str]:
     if got.shape == (d.Q.shape[-1], d.K.shape[-1]):
-        return ("这像是 Q.T @ K（特征维之间相乘）；"
-                "分数矩阵的行对应 Query、列对应 Key")
+        return "shape_features", ("这像是 Q.T @ K（特征维之间相乘）；"
+                                  "分数矩阵的行对应 Query、列对应 Key")
     if got.shape == d.Q.shape:
-        return "这像是逐元素相乘 Q * K，没有对特征维求和"
+        return "shape_elementwise", "这像是逐元素相乘 Q * K，没有对特征维求和"
     if got.squeeze().shape == d.truth.shape:
-        return ("多了长度为 1 的维度：用 .squeeze() 去掉它，"
-                "或者检查是不是多加了一维")
-    return "分数矩阵的行数 = Query 的个数，列数 = Key 的个数"
+        return "shape_extra_dim", ("多了长度为 1 的维度：用 .squeeze() 去掉它，"
+                                   "或者检查是不是多加了一维")
+    return "shape_other", "分数矩阵的行数 = Query 的个数，列数 = Key 的个数"
+
+
+def _zero_pattern(zeros: torch.Tensor) -> tuple[str, str] | None:
+    """只有 zeros 这些格子不对、而且都还是 0 时：这些格子的样子说明了什么。"""
+    n_q, n_k = zeros.shape
+    last_row = torch.zeros_like(zeros)
+    last_row[-1] = True
+    last_col = torch.zeros_like(zeros)
+    last_col[:, -1] = True
+    loop = "像是循环没有走遍所有的 {}：检查 range 的上界是不是 seq_len（range(seq_len) 已经到 seq_len - 1 为止）"
+    if torch.equal(zeros, last_row):
+        return "last_row_unfilled", "最后一行还是 0，其余的都对。" + loop.format("i")
+    if torch.equal(zeros, last_col):
+        return "last_column_unfilled", "最后一列还是 0，其余的都对。" + loop.format("j")
+    if torch.equal(zeros, last_row | last_col):
+        return "last_row_and_column_unfilled", "最后一行和最后一列还是 0，其余的都对。" + loop.format("i 和 j")
+    if n_q == n_k and torch.equal(zeros, torch.eye(n_q, dtype=torch.bool)):
+        return "diagonal_zero", ("对角线上的格子还是 0，其余的都对：像是跳过了 i == j"
+                                 "（比如写了 if i != j）。Query i 与 Key i 的分数也要算")
+    flat = zeros.flatten()
+    first = int(flat.nonzero()[0])
+    if bool(flat[first:].all()):
+        i, j = divmod(first, n_k)
+        return "stopped", (f"从第 {i} 行第 {j} 列起往后的格子都还是 0，前面的都对："
+                           "像是循环在这一格停下了（这一格出了错，或者提前 break 了）")
+    return None
 
 
 def _cells(got: torch.Tensor, d: _Data) -> HomeworkWrong:
     """没有认出的错误：说哪些格子不一致（或者还是 0）。"""
-    n_q, n_k = d.truth.shape
     bad = ~torch.isclose(got, d.truth, **TOLERANCE)
-    right = ~bad
-    untouched = bad & (got == 0)
-    if untouched.any() and bool(untouched.sum() == bad.sum()):
-        cells = untouched.nonzero().tolist()
-        edge = all(i == n_q - 1 or j == n_k - 1 for i, j in cells)
-        where = "，都在最后一行或最后一列" if edge else ""
-        return HomeworkWrong(
-            f"检查 S 是否填满了：{len(cells)} 个格子还是 0{where}，其余的都对。"
-            "像是循环没有走遍所有的 i 和 j：检查 range 的上界是不是 seq_len", "unfilled")
+    zeros = bad & (got == 0)
+    if bool(zeros.sum() == bad.sum()):
+        pattern = _zero_pattern(zeros)
+        if pattern is not None:
+            name, hint = pattern
+            return HomeworkWrong(f"检查 S 是否填满了：{hint}", name)
     i, j = bad.nonzero()[0].tolist()
     return HomeworkWrong(
-        f"检查 S 的每个元素：{int(bad.sum())} 个元素与对应的点积不相等（"
-        f"{TOLERANCE_TEXT}），{int(right.sum())} 个相等；"
+        f"检查 S 的每个元素：与正确结果不一致（{TOLERANCE_TEXT}）："
+        f"{int(bad.sum())} 个元素不相等，{int((~bad).sum())} 个相等；"
         f"第一个不相等的是第 {i} 行第 {j} 列（你的是 {got[i, j].item():.4f}）。"
         f"单独算一下 Q[{i}] 与 K[{j}] 的点积，和你的这一格比一比", "cells")
 
 
-@prints
-def check_score_matrix(S, Q, K) -> str:
+def judge_score_matrix(S, Q, K) -> str:
     """作业 1（二）：整张注意力分数矩阵 S = Q Kᵀ，第 i 行第 j 列是 Query i 与 Key j 的
     点积（见第 2 节）。
     """
@@ -115,9 +144,10 @@ def check_score_matrix(S, Q, K) -> str:
     got = float_tensor(S, "S", "二维张量 [seq_q, seq_k]")
     d = _Data(Q, K)
     if got.shape != d.truth.shape:
+        name, hint = _shape_hint(got, d)
         raise HomeworkWrong(
             f"检查 S 的形状：应该是 {tuple(d.truth.shape)}（[seq_q, seq_k]），"
-            f"收到 {tuple(got.shape)}。{_shape_hint(got, d)}", "shape")
+            f"收到 {tuple(got.shape)}。{hint}", name)
     if torch.isinf(got).any():
         raise HomeworkWrong(
             "S 里有无穷大（-inf）：像是已经做了遮蔽。"
