@@ -380,3 +380,159 @@ def _ffn_cases():
 
 
 CASES: list[Case] = _dot_cases() + _matrix_cases() + _mask_cases() + _weights_cases() + _ffn_cases()
+
+
+# ---------------------------------------------------------------- 4（一）拆头、合并；4（二）多头注意力
+
+def _split(x):
+    return x.view(1, 3, 2, 4).transpose(1, 2)
+
+
+def _heads_cases():
+    c = []
+
+    def add(label, heads, merged, expect, given=None):
+        c.append(Case("4a", label, lambda x, h=heads, m=merged: {"heads": h(x), "merged": m(x)}, expect,
+                      given or (lambda x: {})))
+
+    right_h = lambda x: _split(x["x"])
+    right_m = lambda x: _split(x["x"]).transpose(1, 2).contiguous().view(1, 3, 8)
+    add("view + transpose，transpose + contiguous + view", right_h, right_m, "pass")
+    add("reshape 与 permute", lambda x: x["x"].reshape(1, 3, 2, 4).permute(0, 2, 1, 3),
+        lambda x: _split(x["x"]).permute(0, 2, 1, 3).reshape(1, 3, 8), "pass")
+    add("einops 式的 unflatten", lambda x: x["x"].unflatten(-1, (2, 4)).transpose(1, 2),
+        lambda x: _split(x["x"]).transpose(1, 2).flatten(2), "pass")
+    add("torch.stack 按头切片", lambda x: torch.stack([x["x"][..., :4], x["x"][..., 4:]], dim=1),
+        lambda x: torch.cat([_split(x["x"])[:, 0], _split(x["x"])[:, 1]], dim=-1), "pass")
+    add("numpy", lambda x: _split(x["x"]).numpy(), lambda x: x["x"].numpy(), "pass")
+    add("merged 直接用 x.clone()", right_h, lambda x: x["x"].clone(), "pass")
+    add("直接 view 成 [1, 2, 3, 4]", lambda x: x["x"].view(1, 2, 3, 4), right_m, "view_without_transpose")
+    add("reshape 成 [1, 2, 3, 4]", lambda x: x["x"].reshape(1, 2, 3, 4), right_m, "view_without_transpose")
+    add("头交错", lambda x: x["x"].view(1, 3, 4, 2).permute(0, 3, 1, 2), right_m, "interleaved")
+    add("头的顺序反了", lambda x: _split(x["x"]).flip(1), right_m, "heads_reversed")
+    add("忘了 transpose", lambda x: x["x"].view(1, 3, 2, 4), right_m, "shape_no_transpose")
+    add("没有拆开", lambda x: x["x"], right_m, "shape_not_split")
+    add("合并没有 transpose", right_h, lambda x: _split(x["x"]).reshape(1, 3, 8), "merge_without_transpose")
+    add("合并交错", right_h, lambda x: _split(x["x"]).permute(0, 2, 3, 1).reshape(1, 3, 8), "merge_interleaved")
+    add("合并只 transpose 没 view", right_h, lambda x: _split(x["x"]).transpose(1, 2), "merge_not_flattened")
+    add("合并交了 heads", right_h, lambda x: _split(x["x"]), "merge_shape_heads_first")
+    add("merged 乘了 2", right_h, lambda x: 2 * x["x"], "values")
+    add("heads 没填", lambda x: None, right_m, "not_filled")
+    add("merged 没填", right_h, lambda x: None, "not_filled")
+    add("x = x * 2 之后再拆", lambda x: _split(2 * x["x"]), lambda x: 2 * x["x"], "values",
+        lambda x: {"x": 2 * x["x"]})
+    return c
+
+
+def _mha_ref(x, **kw):
+    from minigpt.homework.mha_forward import mha_by_steps
+
+    return mha_by_steps(x["x"], x["mha"], **kw).float()
+
+
+def _mha_cases():
+    from minigpt.attention import causal_mask
+    from minigpt.layers import NaiveMultiHeadAttention
+
+    c = []
+    add = lambda label, make, expect, given=None: c.append(
+        Case("4b", label, lambda x, m=make: {"attn_out": m(x)}, expect, given or (lambda x: {})))
+    add("mha(x, mask)", lambda x: x["mha"](x["x"], causal_mask(3)), "pass")
+    add("一步一步", lambda x: _mha_ref(x), "pass")
+    add("F.scaled_dot_product_attention(is_causal=True)", lambda x: x["mha"].W_O(
+        F.scaled_dot_product_attention(*(x["mha"].split_heads(layer(x["x"])) for layer in (
+            x["mha"].W_Q, x["mha"].W_K, x["mha"].W_V)), is_causal=True).transpose(1, 2).reshape(1, 3, 8)), "pass")
+    add("逐头写法", lambda x: NaiveMultiHeadAttention.from_fused(x["mha"])(x["x"], causal_mask(3)), "pass")
+    add("bool mask", lambda x: x["mha"](x["x"], causal_mask(3).bool()), "pass")
+    add("没有遮蔽", lambda x: x["mha"](x["x"]), "no_mask")
+    add("除以 √d_model", lambda x: _mha_ref(x, scale="d_model"), "scaled_by_d_model")
+    add("没有缩放", lambda x: _mha_ref(x, scale="none"), "unscaled")
+    add("忘了 W_O", lambda x: _mha_ref(x, w_o=False), "no_w_o")
+    add("拆头没 transpose", lambda x: _mha_ref(x, split="no_transpose"), "split_without_transpose")
+    add("合并没 transpose", lambda x: _mha_ref(x, merge="no_transpose"), "merge_without_transpose")
+    add("softmax dim=-2", lambda x: _mha_ref(x, dim=-2), "wrong_dim")
+    add("交了各头的输出", lambda x: torch.zeros(1, 2, 3, 4), "shape_heads")
+    add("多了 batch 以外的一维", lambda x: _mha_ref(x)[None], "shape")
+    add("别的 x 算的", lambda x: x["mha"](torch.zeros(1, 3, 8), causal_mask(3)), "values")
+    add("没填", lambda x: None, "not_filled")
+    return c
+
+
+# ---------------------------------------------------------------- 5（一）LayerNorm；5（二）Block
+
+def _ln_ref(x, **kw):
+    from minigpt.homework.layer_norm import layer_norm_by_steps
+
+    return layer_norm_by_steps(x["h"], x["gamma"], x["beta"], 1e-5, **kw).float()
+
+
+def _ln_cases():
+    c = []
+    add = lambda label, make, expect, given=None: c.append(
+        Case("5a", label, lambda x, m=make: {"ln_out": m(x)}, expect, given or (lambda x: {})))
+    add("F.layer_norm", lambda x: F.layer_norm(x["h"], (8,), x["gamma"], x["beta"], 1e-5), "pass")
+    add("一步一步", lambda x: _ln_ref(x), "pass")
+
+    def module(x):
+        ln = torch.nn.LayerNorm(8)
+        with torch.no_grad():
+            ln.weight.copy_(x["gamma"])
+            ln.bias.copy_(x["beta"])
+        return ln(x["h"])
+
+    add("nn.LayerNorm 拷进 γ、β", module, "pass")
+    add("var(unbiased=False)", lambda x: x["gamma"] * (x["h"] - x["h"].mean(-1, keepdim=True))
+        / torch.sqrt(x["h"].var(-1, keepdim=True, unbiased=False) + 1e-5) + x["beta"], "pass")
+    add("rsqrt", lambda x: x["gamma"] * (x["h"] - x["h"].mean(-1, keepdim=True))
+        * torch.rsqrt(((x["h"] - x["h"].mean(-1, keepdim=True)) ** 2).mean(-1, keepdim=True) + 1e-5)
+        + x["beta"], "pass")
+    add("numpy", lambda x: _ln_ref(x).numpy(), "pass")
+    add("忘了 γ、β", lambda x: _ln_ref(x, affine="none"), "no_affine")
+    add("忘了 γ", lambda x: _ln_ref(x, affine="no_gamma"), "no_gamma")
+    add("忘了 β", lambda x: _ln_ref(x, affine="no_beta"), "no_beta")
+    add("γ、β 用反", lambda x: _ln_ref(x, affine="swapped"), "gamma_beta_swapped")
+    add("沿 seq 维", lambda x: _ln_ref(x, dims=(1,)), "wrong_axis_seq")
+    add("对整个张量", lambda x: _ln_ref(x, dims=(1, 2)), "wrong_axis_all")
+    add("torch.var 默认无偏", lambda x: _ln_ref(x, unbiased=True), "unbiased_variance")
+    add("没有 ε", lambda x: _ln_ref(x, eps_where="none"), "no_eps")
+    add("std + ε", lambda x: _ln_ref(x, eps_where="outside"), "eps_outside_sqrt")
+    add("只减均值", lambda x: _ln_ref(x, divide=False), "not_divided")
+    add("只交了均值", lambda x: x["h"].mean(-1), "reduced")
+    add("只交了方差（keepdim）", lambda x: x["h"].var(-1, keepdim=True), "keepdim")
+    add("没填", lambda x: None, "not_filled")
+    add("h = h * 100 之后再算（ε 不起作用了，看起来像没加 ε）", lambda x: _ln_ref({**x, "h": x["h"] * 100}), "no_eps",
+        lambda x: {"h": x["h"] * 100})
+    return c
+
+
+def _block_ref(x, **kw):
+    from minigpt.homework.block import block_by_steps
+
+    return block_by_steps(x["x"], x["block"], **kw)
+
+
+def _block_cases():
+    from minigpt.attention import causal_mask
+
+    c = []
+    add = lambda label, make, expect, given=None: c.append(
+        Case("5b", label, lambda x, m=make: {"block_out": m(x)}, expect, given or (lambda x: {})))
+    add("block(x, mask)", lambda x: x["block"](x["x"], causal_mask(3)), "pass")
+    add("一步一步", lambda x: _block_ref(x), "pass")
+    add("mask [1, 1, 3, 3]", lambda x: x["block"](x["x"], causal_mask(3)[None, None]), "pass")
+    add("bool mask", lambda x: x["block"](x["x"], causal_mask(3).bool()), "pass")
+    add("没传 mask", lambda x: x["block"](x["x"]), "no_mask")
+    add("Pre-LN", lambda x: _block_ref(x, order="pre"), "pre_ln")
+    add("残差加在 LN 之后", lambda x: _block_ref(x, order="residual_after_norm"), "residual_after_norm")
+    add("注意力少了残差", lambda x: _block_ref(x, residual_attn=False), "no_residual_attn")
+    add("FFN 少了残差", lambda x: _block_ref(x, residual_ffn=False), "no_residual_ffn")
+    add("都少了残差", lambda x: _block_ref(x, residual_attn=False, residual_ffn=False), "no_residual")
+    add("两个 LN 用反", lambda x: _block_ref(x, swap_norms=True), "norms_swapped")
+    add("只有注意力子层", lambda x: _block_ref(x, ffn=False), "no_ffn")
+    add("少了一维", lambda x: _block_ref(x)[0], "shape")
+    add("半精度", lambda x: _block_ref(x).half(), "dtype")
+    add("没填", lambda x: None, "not_filled")
+    return c
+
+
+CASES += _heads_cases() + _mha_cases() + _ln_cases() + _block_cases()

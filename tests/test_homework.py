@@ -394,8 +394,11 @@ def test_exercise_list_runs_each_checker_on_the_package_inputs():
         "score": (x["q"] * x["k"]).sum(), "S": x["Q"] @ x["K"].T, "mask": tril,
         "weights": torch.softmax(x["scores"].masked_fill(tril == 0, float("-inf")), dim=-1),
         "w1_params": 1_050_624, "w2_params": 1_049_088, "total_params": 2_099_712,
+        "heads": x["x"].view(1, 3, 2, 4).transpose(1, 2), "merged": x["x"],
+        "attn_out": x["mha"](x["x"], tril), "block_out": x["block"](x["x"], tril),
+        "ln_out": torch.nn.functional.layer_norm(x["h"], (8,), x["gamma"], x["beta"], x["eps"]),
     }
-    assert [e.key for e in EXERCISES] == ["1a", "1b", "2a", "2b", "3"]
+    assert [e.key for e in EXERCISES] == ["1a", "1b", "2a", "2b", "3", "4a", "4b", "5a", "5b"]
     for exercise in EXERCISES:
         assert exercise.run({n: answers[n] for n in exercise.answers}, x).startswith("✔")
         with pytest.raises(HomeworkNotFilled):

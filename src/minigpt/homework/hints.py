@@ -63,3 +63,36 @@ def rounding_hint(got: torch.Tensor, truth: torch.Tensor) -> str | None:
         return ("你的数与正确值处处相差不到千分之一，但超出了容差：像是用了照着打印出来的"
                 "几位小数手算的数。请直接用题目给的张量计算，不要舍入")
     return None
+
+
+def judge_tensor(value, name: str, truth: torch.Tensor, looks, ctx, *, what: str,
+                 shapes: tuple = ()) -> None:
+    """一个浮点张量答案：没填、类型、形状（shapes 里是 (诊断名, 形状, 提示)）、典型错误（looks）、
+    舍入，最后是平铺直叙的“与正确结果不一致”。对了返回 None，不对抛 HomeworkWrong。
+    """
+    from .errors import HomeworkWrong
+    from .values import TOLERANCE, TOLERANCE_TEXT, float_tensor, require
+
+    require(**{name: value})
+    got = float_tensor(value, name, what)
+    if got.shape != truth.shape:
+        hint = next(((n, h) for n, shape, h in shapes if tuple(got.shape) == tuple(shape)), None)
+        raise HomeworkWrong(f"检查 {name} 的形状：应该是 {tuple(truth.shape)}，收到 {tuple(got.shape)}。"
+                            + (hint[1] if hint else ""), hint[0] if hint else "shape")
+    if not torch.isfinite(got).all():
+        raise HomeworkWrong(f"{name} 里有无穷大：检查计算过程（遮蔽的 -inf 只该出现在 softmax 之前）",
+                            "inf")
+    if close(got, truth):
+        return
+    row = first_look(got, truth, looks, ctx)
+    if row is not None:
+        raise HomeworkWrong(f"检查 {name}：{row.message}", row.name)
+    rounding = rounding_hint(got, truth)
+    if rounding is not None:
+        raise HomeworkWrong(f"检查 {name} 的数值：{rounding}", "rounding")
+    bad = ~torch.isclose(got, truth.to(got.dtype), **TOLERANCE)
+    first = tuple(bad.nonzero()[0].tolist())
+    raise HomeworkWrong(
+        f"检查 {name}：与正确结果不一致（{TOLERANCE_TEXT}）：{int(bad.sum())} 个元素不相等，"
+        f"{int((~bad).sum())} 个相等；第一个不相等的在下标 {list(first)}（你的是 {got[first].item():.4f}）。"
+        "把这一步的中间结果打印出来，逐步和公式核对", "values")
