@@ -96,3 +96,15 @@ def test_the_page_names_every_answer_variable_and_every_given_name_before_the_fi
     given_part = intro[intro.index("题目给的数据"):]
     listed = set(re.findall(r"`(\w+)`", given_part.split("不要重新赋值")[0]))
     assert {n for e in EXERCISES for n in e.given} <= listed, listed
+
+
+def test_a_checker_leaves_the_students_random_numbers_alone():
+    """检查器要重新生成题目数据（种子 42、4、5、6），但不能动学生笔记本里的随机数状态。"""
+    import torch
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    x = exercise_inputs()
+    homework.check_dot_score((x["q"] * x["k"]).sum(), x["q"], x["k"])
+    assert torch.equal(torch.rand(3), expected)

@@ -115,7 +115,7 @@ def test_homework_page_title_and_three_exercises(homework_html):
              "本书补充：拆成几个头，再合并回来", "本书补充：LayerNorm 与 Post-LN Block"]
     assert len(titles) == len(words)
     for title, word in zip(titles, words):
-        assert title == f"练习（{word}）", title  # 中文标题用全角括号（book_site 的第 9 项）
+        assert title == f"作业（{word}）", title  # 计分的题叫“作业”，和各节不计分的“练习”分开（issue 26）  # 中文标题用全角括号（book_site 的第 9 项）
     text = soup.get_text()
     assert "改代码的还是你自己的手" in text, "开头要说明 AI 的使用边界"
     assert "AI" in soup.select_one("article").get_text()[:400]
@@ -123,6 +123,7 @@ def test_homework_page_title_and_three_exercises(homework_html):
     for solution in soup.select("div.solution"):
         title = solution.select_one(".admonition-title").get_text()
         assert "（" in title and "(" not in title, title
+        assert "作业（" in title and "练习" not in title, title
 
 
 @pytest.mark.book
@@ -251,3 +252,4 @@ def test_glossary_links_become_plain_words_and_other_roles_are_refused():
     assert text == "## 作业 1：题\n\nQuery 与 键"
     with pytest.raises(ValueError, match="MyST"):
         tool.exercise_to_markdown("```{exercise} 题\n:label: x\n\n见 {doc}`s1_intuition`\n```", 1)
+
