@@ -439,3 +439,30 @@ def test_in_ipython_the_students_own_error_keeps_its_line_number(ipython_shell, 
 def test_in_ipython_a_passing_checker_prints_one_line_and_shows_no_return_value(ipython_shell, capsys):
     out = _run(ipython_shell, capsys, "check_dot_score((q * k).sum(), q, k)")
     assert re.fullmatch(r"✔ 作业 1 通过：score = -?\d+\.\d{4}，等于 q 与 k 的点积", out.strip()), out
+
+
+@pytest.mark.parametrize("bad", BAD_VALUES, ids=lambda v: type(v).__name__)
+def test_the_section_4_to_6_checkers_answer_any_input_with_a_chinese_message(bad):
+    from minigpt.homework import check_block_output, check_layer_norm, check_mha_output, check_split_merge
+
+    x = exercise_inputs()
+    heads = x["x"].view(1, 3, 2, 4).transpose(1, 2)
+    calls = [
+        lambda: check_split_merge(bad, x["x"], x["x"], 2), lambda: check_split_merge(heads, bad, x["x"], 2),
+        lambda: check_split_merge(heads, x["x"], bad, 2), lambda: check_split_merge(heads, x["x"], x["x"], bad),
+        lambda: check_split_merge.judge(heads, x["x"], bad, bad),
+        lambda: check_mha_output(bad, x["x"], x["mha"]), lambda: check_mha_output(x["x"], bad, bad),
+        lambda: check_mha_output.judge(x["x"], bad, x["mha"]), lambda: check_mha_output.judge(x["x"], x["x"], bad),
+        lambda: check_layer_norm(bad, x["h"], x["gamma"], x["beta"], x["eps"]),
+        lambda: check_layer_norm(x["h"], bad, bad, bad, bad),
+        lambda: check_layer_norm.judge(x["h"], bad, x["gamma"], x["beta"]),
+        lambda: check_layer_norm.judge(x["h"], x["h"], bad, bad, bad),
+        lambda: check_block_output(bad, x["x"], x["block"]), lambda: check_block_output(x["x"], bad, bad),
+        lambda: check_block_output.judge(x["x"], bad, x["block"]),
+        lambda: check_block_output.judge(x["x"], x["x"], bad),
+    ]
+    for call in calls:
+        try:
+            call()
+        except (HomeworkWrong, HomeworkNotFilled) as err:
+            assert any("\u4e00" <= ch <= "\u9fff" for ch in str(err)), f"提示不是中文：{err}"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from .hints import Looks, judge_tensor
+from .hints import Looks, given_input, given_module, judge_tensor
+from .errors import HomeworkWrong
 from .values import passed
 
 
@@ -62,6 +63,12 @@ class _Data:
 
 def judge_block_output(block_out, x, block) -> str:
     """作业 5（二）：block_out = Post-LN Block 对 x 的输出，注意力带因果遮蔽（见第 6 节 TransformerBlock）。"""
+    from ..layers import TransformerBlock
+
+    x = given_input(x)
+    block = given_module(block, TransformerBlock, "block", x.shape[-1])
+    if getattr(block.attn, "d_model", None) != x.shape[-1]:
+        raise HomeworkWrong("题目给的 block 和 x 的宽度对不上：请重新运行上面给出数据的单元", "given")
     c = _Data(x, block)
     truth = block_by_steps(c.x, block).double()
     judge_tensor(block_out, "block_out", truth, LOOKS, c, what=f"形状 {tuple(truth.shape)} 的浮点张量")

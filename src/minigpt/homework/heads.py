@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from .errors import HomeworkWrong
-from .hints import Looks, judge_tensor
+from .hints import Looks, given_input, judge_tensor
 from .values import count, passed, require
 
 
@@ -47,9 +47,10 @@ def judge_split_merge(heads, merged, x, num_heads) -> str:
     """
     require(heads=heads, merged=merged)
     n_heads = count(num_heads, "num_heads", given=True)
-    if not isinstance(x, torch.Tensor) or x.dim() != 3 or n_heads < 1 or x.shape[-1] % n_heads:
-        raise HomeworkWrong("题目给的 x、num_heads 不对：请重新运行上面给出数据的单元", "given")
-    c = _Data(x.detach(), n_heads)
+    x = given_input(x)
+    if n_heads < 1 or x.shape[-1] % n_heads:
+        raise HomeworkWrong("题目给的 num_heads 要能整除 d_model：请重新运行上面给出数据的单元", "given")
+    c = _Data(x, n_heads)
     shape4 = (c.b, c.h, c.n, c.d_k)
     judge_tensor(heads, "heads", c.heads, HEAD_LOOKS, c, what=f"形状 {shape4} 的浮点张量", shapes=(
         ("shape_no_transpose", (c.b, c.n, c.h, c.d_k),

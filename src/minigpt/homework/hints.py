@@ -96,3 +96,24 @@ def judge_tensor(value, name: str, truth: torch.Tensor, looks, ctx, *, what: str
         f"检查 {name}：与正确结果不一致（{TOLERANCE_TEXT}）：{int(bad.sum())} 个元素不相等，"
         f"{int((~bad).sum())} 个相等；第一个不相等的在下标 {list(first)}（你的是 {got[first].item():.4f}）。"
         "把这一步的中间结果打印出来，逐步和公式核对", "values")
+
+
+def given_input(x, name: str = "x") -> torch.Tensor:
+    """题目给的 [batch, seq, d_model] 浮点张量；不是的话请学生重新运行给数据的单元。"""
+    from .errors import HomeworkWrong
+
+    if not isinstance(x, torch.Tensor) or x.dim() != 3 or not x.dtype.is_floating_point \
+            or x.device.type != "cpu" or not torch.isfinite(x).all():
+        raise HomeworkWrong(f"题目给的 {name} 应是 CPU 上的三维浮点张量 [batch, seq, d_model]："
+                            "请重新运行上面给出数据的单元", "given")
+    return x.detach()
+
+
+def given_module(module, kind: type, name: str, d_model: int):
+    """题目给的模块（mha、block）：类型和宽度对得上才用它。"""
+    from .errors import HomeworkWrong
+
+    if not isinstance(module, kind) or getattr(module, "d_model", None) not in (None, d_model):
+        raise HomeworkWrong(f"题目给的 {name} 应是 {kind.__name__}，宽度 {d_model}："
+                            "请重新运行上面给出数据的单元", "given")
+    return module

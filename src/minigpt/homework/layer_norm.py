@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from .hints import Looks, judge_tensor
+from .errors import HomeworkWrong
+from .hints import Looks, given_input, judge_tensor
 from .values import passed
 
 
@@ -67,7 +68,16 @@ class _Data:
 def judge_layer_norm(ln_out, h, gamma, beta, eps=1e-5) -> str:
     """作业 5（一）：ln_out = γ ⊙ (h − 均值) / √(方差 + ε) + β，均值和方差沿最后一维、方差除以 n
     （见第 6 节 LayerNorm）。"""
-    c = _Data(h, gamma, beta, eps)
+    h = given_input(h, "h")
+    d = h.shape[-1]
+    params = []
+    for name, p in (("gamma", gamma), ("beta", beta)):
+        if not isinstance(p, torch.Tensor) or tuple(p.shape) != (d,) or not p.dtype.is_floating_point:
+            raise HomeworkWrong(f"题目给的 {name} 应是长度 {d} 的浮点张量：请重新运行上面给出数据的单元", "given")
+        params.append(p.detach())
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < 1:
+        raise HomeworkWrong("题目给的 eps 应是一个很小的正数（1e-5）：请重新运行上面给出数据的单元", "given")
+    c = _Data(h, *params, eps)
     truth = layer_norm_by_steps(c.h, c.gamma, c.beta, c.eps)
     judge_tensor(ln_out, "ln_out", truth, LOOKS, c, what=f"形状 {tuple(truth.shape)} 的浮点张量", shapes=(
         ("reduced", tuple(truth.shape[:-1]), "像是只交了每个 token 的均值或方差：LayerNorm 的输出和输入同形"),

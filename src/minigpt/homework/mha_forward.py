@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from .hints import Looks, judge_tensor
+from .hints import Looks, given_input, given_module, judge_tensor
 from .values import passed
 
 
@@ -69,6 +69,10 @@ class _Data:
 def judge_mha_output(attn_out, x, mha) -> str:
     """作业 4（二）：attn_out = 带因果遮蔽的多头注意力 mha 对 x 的输出 [batch, seq, d_model]
     （见第 4 节 MultiHeadAttention）。"""
+    from ..layers import MultiHeadAttention
+
+    x = given_input(x)
+    mha = given_module(mha, MultiHeadAttention, "mha", x.shape[-1])
     c = _Data(x, mha)
     truth = mha_by_steps(c.x, mha)
     judge_tensor(attn_out, "attn_out", truth, LOOKS, c, what=f"形状 {tuple(truth.shape)} 的浮点张量", shapes=(
