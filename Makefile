@@ -27,13 +27,14 @@ html: setup
 	fi
 
 # 全部测试（TEST_WORKERS 个工作进程，默认 2；同一组的测试在同一个进程里依次运行，见 tests/conftest.py）：单元测试、失败样例书、过期输出测试，以及从全新 Sphinx 环境构建整本书
-# 测试还要构建 PDF、驱动浏览器、在沙箱里批改作业：以 root 运行时缺的 Debian 包（TeX、中文字体、chromium、bubblewrap）会被装上，
+# 测试还要构建 PDF、驱动浏览器、在沙箱里批改作业、检查 HTML：以 root 运行时缺的 Debian 包（TeX、中文字体、chromium、bubblewrap、Java）会被装上，
 # 否则停下来并列出要装的包
 TEST_WORKERS ?= 2
 test: setup
 	@tools/system_deps.sh install pdf
 	@tools/system_deps.sh install browser
 	@tools/system_deps.sh install grade
+	@tools/system_deps.sh install validate
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=25
 
 # 编辑—测试循环用的快速测试：不构建书、不启动内核、不建虚拟环境的那部分（一分钟以内）
@@ -61,7 +62,7 @@ screenshots: html
 	@echo "截图: _build/screenshots/"
 
 # 发布一版：从一次干净的构建（_build/dist-build/，不复用执行缓存）做出 dist/ 里的全部文件——离线网站 zip、PDF、
-# 全书笔记本 zip、作业包、wheel、sdist 和 SHA256SUMS（见 tools/dist.py）。需要 TeX（同 make pdf）
+# 全书笔记本 zip、作业包、wheel、sdist 和 SHA256SUMS，另有不带参考答案的学生版网站 zip（见 tools/dist.py）。需要 TeX（同 make pdf）
 dist: setup
 	@tools/system_deps.sh check pdf
 	$(PY) tools/dist.py

@@ -106,7 +106,7 @@ def make_mini_book(tmp: Path, pages: dict[str, str], config_changes: dict | None
 
 
 # 会启动 Jupyter 内核的夹具：整本书的构建、批改程序跑样例提交、作业包与读者笔记本的全新环境
-KERNEL_FIXTURES = {"built_book", "graded", "fresh_kernel", "fresh_venv"}
+KERNEL_FIXTURES = {"built_book", "graded", "fresh_kernel", "fresh_venv", "student_site"}
 
 
 # ---- 两个工作进程（make test 用 pytest-xdist：-n 2 --dist loadscope，按下面的分组） ----
@@ -203,6 +203,23 @@ def built_book(tmp_path_factory) -> BuildResult:
     if result.returncode != 0:
         pytest.fail(f"整本书构建失败（退出码 {result.returncode}）:\n{result.output[-8000:]}")
     return result
+
+
+@pytest.fixture(scope="session")
+def student_site(built_book, tmp_path_factory) -> BuildResult:
+    """学生版网站（tools/build_book.py --student：不带参考答案），构建在整本书的 _build/student/ 下，
+    执行缓存取自 built_book（页面不再执行）。整个测试运行只构建一次。"""
+    out = built_book.root / "_build" / "student"
+
+    def build():
+        result = run_build(REPO, "--builder", "html", "--student", "--fresh", "--out", str(out),
+                           "--cache-from", str(built_book.root / "_build"))
+        return {"returncode": result.returncode, "output": result.output}
+
+    done = once_per_run(tmp_path_factory, "student_site", build)
+    if done["returncode"] != 0:
+        pytest.fail(f"学生版网站构建失败（退出码 {done['returncode']}）:\n{done['output'][-8000:]}")
+    return BuildResult(out, done["returncode"], done["output"])
 
 
 @pytest.fixture(scope="module")

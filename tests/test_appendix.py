@@ -71,7 +71,20 @@ def test_first_half_shares_are_glued_into_the_prose(page):
     assert 0.4 < attn_half < 0.5  # 正文：比 80 个位置平分时的 50% 略少
     # RNN 的占比以科学计数法出现在输出和正文里，显出它的真实量级，而不是 0.000%
     assert re.search(rf"RNN:\s+{rnn_half:.3e}", _outputs(soup))
-    assert f"{rnn_half:.1e}" in prose and f"{rnn_half * 100:.1e}%" in prose
+    assert f"{rnn_half:.1e}" in prose
+    # 份额读成“每十亿份里约 4.6 份”，不写成 4.6e-07% 那样的科学计数法百分比
+    assert not re.search(r"e[-+]\d+%", prose), "正文里有科学计数法的百分比"
+    import math
+    k = math.ceil(-math.log10(rnn_half))
+    units = {7: "一千万", 8: "一亿", 9: "十亿", 10: "一百亿"}
+    assert f"每{units[k]}份梯度里约占 {rnn_half * 10**k:.1f} 份" in prose, prose
+    assert 1 <= rnn_half * 10**k < 10
+    # 两者之比读成“约 9400 万倍”（两位有效数字，按万、亿分段）
+    ratio = attn_half / rnn_half
+    big, name = (1e8, "亿") if ratio >= 1e8 else (1e4, "万")
+    shown = re.search(rf"约是 RNN 的 ([\d.]+) {name}倍", prose)
+    assert shown, prose
+    assert abs(float(shown.group(1)) * big / ratio - 1) < 0.06, (shown.group(1), ratio)
     assert not re.search(r"RNN[^\n]*0\.000%", _outputs(soup))
     assert f"{attn_half:.3%}" == G.AP_FIRST_HALF_SHARE["Attention"] and G.AP_FIRST_HALF_SHARE["Attention"] in prose
     rnn = G.AP_RNN_GRAD_3E
@@ -230,3 +243,27 @@ def test_first_position_claims_in_alt_text_and_prose_hold():
     o = fp.attention_last_output_norm
     assert o[-1] < o[0]
     assert any(y > x for x, y in zip(o, o[1:])), o                        # 中途有起伏
+
+
+def test_positions_count_from_zero_and_embed_dim_is_d_model(page):
+    """附录和全书一样从 0 数位置：RNN 的示意图从 x0 读起，位置 0 到位置 T 要改写 T 次；
+    nn.MultiheadAttention 的 embed_dim 说的是 d_model，链接到 d_model 的词条，不是“嵌入”。"""
+    _, soup = page
+    article = soup.select_one("article")
+    diagram = next(pre.get_text() for pre in article.select("pre") if "─(读" in pre.get_text())
+    assert "读 x0" in diagram and "读 x1)→ h1" in diagram and "h0 ─(读 x1)" in diagram, diagram
+    prose = _prose(soup)
+    assert "第 1 个词" not in prose and "位置 0 的词要影响位置" in prose
+    para = next(p for p in article.select("p") if "embed_dim" in p.get_text())
+    hrefs = [a.get("href", "") for a in para.find_all("a")]
+    glossary = [h.split("#")[1] for h in hrefs if "glossary.html#" in h]
+    terms = {a.get_text() for a in para.find_all("a") if "glossary.html#" in a.get("href", "")}
+    assert "d_model" in terms and "嵌入" not in terms, (terms, glossary)
+
+
+def test_h_last_sentence_holds_for_the_printed_true(page):
+    """正文说“最后一行的 True 说明 h_last[0] 就是 outputs 在最后一个位置上的那一格”：打印的确实是 True。"""
+    _, soup = page
+    assert "outputs[:, -1] 与 h_last[0] 相同: True" in _outputs(soup)
+    assert "最后一行的 True 说明" in _prose(soup)
+

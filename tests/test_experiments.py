@@ -1,16 +1,16 @@
-"""书中的数值实验：第 2 节 √d_k 的经验验证，附录的 RNN 与注意力（正文数字见 test_source_numbers.py），第 6 节只走残差路径的梯度。"""
+"""书中的数值实验：第 2 节 √d_k 的经验验证，附录的 RNN 与注意力（正文数字见 test_source_numbers.py），第 6 节拿掉 LayerNorm 后的激活大小与只走残差路径的梯度。"""
 
 import pytest
 import torch
 
 from minigpt.attention import causal_mask, to_nn_mha_mask
 from minigpt.experiments import (
-    AttentionGradients, DotProductStat, FirstPositionVsLength, RNNGradients, SoftmaxSaturation,
-    attention_input_gradients, cumulative_mass, dot_product_stats, first_half_share,
+    ActivationScale, AttentionGradients, DotProductStat, FirstPositionVsLength, RNNGradients, SoftmaxSaturation,
+    activation_scale, attention_input_gradients, cumulative_mass, dot_product_stats, first_half_share,
     first_position_gradient_vs_length, lstm_input_gradients, residual_path_gradient,
     rnn_input_gradients, rnn_length_sweep, softmax_saturation,
 )
-from minigpt.layers import FeedForward, MultiHeadAttention
+from minigpt.layers import FeedForward, MultiHeadAttention, TransformerBlock
 from minigpt.leak import LeakRun
 
 
@@ -101,6 +101,35 @@ def _layernorm_backward(u: torch.Tensor, grad_out: torch.Tensor, eps: float = 1e
     xhat = (u - mu) / sigma
     v = grad_out
     return (v - v.mean(-1, keepdim=True) - xhat * (v * xhat).mean(-1, keepdim=True)) / sigma
+
+
+def test_activation_scale_stays_at_one_with_layernorm_and_grows_without_it():
+    """第 6 节的说法：同一摞 32 个 Block（种子 42），带着 LayerNorm 每层之后的 RMS 都是 1（差在 ε 的量级），
+    去掉 LayerNorm 只留残差相加，RMS 总体一路变大，32 层之后超过输入的 5 倍。"""
+    r = activation_scale(num_layers=32, seed=42)
+    assert isinstance(r, ActivationScale) and r.num_layers == 32
+    assert len(r.rms_with_ln) == len(r.rms_without_ln) == 33
+    assert r.rms_with_ln[0] == r.rms_without_ln[0]           # 同一个输入
+    assert all(abs(v - 1) < 1e-4 for v in r.rms_with_ln[1:])
+    assert r.rms_without_ln[0] < r.rms_without_ln[8] < r.rms_without_ln[16] < r.rms_without_ln[32]
+    assert r.rms_without_ln[32] > 5 * r.rms_without_ln[0]
+
+
+def test_activation_scale_uses_the_same_blocks_and_only_drops_the_layernorms():
+    """独立的参照：同样的创建顺序，手写两种前向。"""
+    torch.manual_seed(7)
+    x = torch.randn(1, 4, 8)
+    blocks = [TransformerBlock(8, 2) for _ in range(3)]
+    mask = causal_mask(4)
+    a = b = x
+    with torch.no_grad():
+        for blk in blocks:
+            a = blk.ln_ffn(a + blk.ffn(blk.ln_attn(a + blk.attn(a, mask))))
+            b = b + blk.attn(b, mask)
+            b = b + blk.ffn(b)
+    r = activation_scale(num_layers=3, seq_len=4, seed=7)
+    assert r.rms_with_ln[-1] == pytest.approx(a.pow(2).mean().sqrt().item(), rel=1e-6)
+    assert r.rms_without_ln[-1] == pytest.approx(b.pow(2).mean().sqrt().item(), rel=1e-6)
 
 
 def test_residual_path_gradient_pre_ln_passes_the_gradient_unchanged():

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.book
 PROSE_TERMS = [
     "缩放点积注意力", "多头注意力", "注意力分数", "注意力权重", "因果遮蔽", "前馈网络", "残差连接",
     "Transformer Block", "LayerNorm", "RMSNorm", "Post-LN", "Pre-LN", "梯度消失", "路径长度",
-    "注意力", "嵌入", "Query", "Key", "Value", "softmax", "token", "RNN",
+    "注意力", "嵌入", "Query", "Key", "Value", "softmax", "token", "RNN", "批次",
 ]
 # 符号类术语：正文里写成行内公式（$d_\text{model}$、$d_k$、$d_\text{ff}$），也可能直接写成文字 d_model。
 # 每页第一次用到它的那个行内公式（或那段文字）要链接到术语表，写法是 [$d_k$](#d_k)。
@@ -28,7 +28,7 @@ SYMBOL_TERMS = {
     "d_ff": re.compile(r"d_\{?\\(?:text|mathrm)\{ff\}|\bd_ff\b"),
 }
 ALL_TERMS = PROSE_TERMS + ["头", "头数", *SYMBOL_TERMS]
-# 术语表开头说：术语按它们从第 1 节起第一次出现的那一页分组排列。“头”是单字，无法按字面找出场位置，不参与排序检查。
+# 术语表开头说：条目按讲解它的那一节分组。“头”是单字，无法按字面找出场位置，只查它在标题里的出现。
 ORDER_SKIP = {"头"}
 SKIP_PAGES = {"book/glossary", "book/references"}
 
@@ -177,22 +177,106 @@ def _first_body_page(built_book, body: list[str]) -> dict[str, int]:
     return first
 
 
-def test_glossary_entries_are_grouped_by_the_page_of_first_appearance(built_book):
-    """术语表开头的承诺：条目按它们从第 1 节起第一次出现的那一页排列（同一页里的先后不限）。"""
+def _heading_terms(path: Path) -> set[str]:
+    """页面标题和二级标题（h1、h2）里出现的术语；长的术语先占位，“多头注意力”里的“注意力”不算。"""
+    doc = soup(path)
+    found: set[str] = set()
+    for article in articles(doc):
+        for h in article.find_all(["h1", "h2"]):
+            text = h.get_text(" ").replace("#", "").replace("¶", "")
+            covered = [False] * len(text)
+            for term in [*PROSE_TERMS, "头数", "头"]:
+                for m in re.finditer(re.escape(term), text):
+                    if not any(covered[m.start():m.end()]):
+                        covered[m.start():m.end()] = [True] * (m.end() - m.start())
+                        found.add(term)
+    return found
+
+
+def glossary_groups(built_book) -> dict[str, str]:
+    """术语表页：每个术语 → 它所在那一组的二级标题文字（不含标题锚点）。"""
+    doc = soup(built_book.html / "book" / "glossary.html")
+    groups = {}
+    for dt in doc.select('dt[id^="term-"]'):
+        section = dt.find_parent("section")
+        h2 = section.find("h2") if section else None
+        assert h2 is not None, f"术语“{dt.get_text()}”不在任何一组（二级标题）下面"
+        name = dt.get_text().strip().rstrip("¶#").strip()
+        groups[name] = h2.get_text().replace("#", "").replace("¶", "").strip()
+    return groups
+
+
+def _group_page(title: str, body: list[str]) -> str:
+    """组标题 → 它说的那一页：“第 N 节：……”是第 N 节，“附录……”是附录页。"""
+    m = re.match(r"第 (\d) 节", title)
+    if m:
+        return body[int(m.group(1)) - 1]
+    assert title.startswith("附录"), f"看不懂的组标题：{title}"
+    return "book/appendix_rnn"
+
+
+def test_glossary_groups_each_term_under_the_section_that_explains_it(built_book):
+    """术语表开头的承诺：条目按讲解它的那一节分组，也就是它第一次出现的那一节，
+    或者更靠后、标题（h1、h2）里有它的那一节；各组按目录顺序排列。"""
     names = toc_docnames()
     body = [d for d in names[names.index("book/s1_intuition"):] if d not in SKIP_PAGES]
     first = _first_body_page(built_book, body)
-    order = [t for t in glossary_entries(built_book) if t not in ORDER_SKIP]
-    missing = [t for t in order if t not in first]
-    assert not missing, f"这些术语从第 1 节起在正文里一次也没出现：{missing}"
-    pages = [first[t] for t in order]
-    wrong = [f"{order[k + 1]}（第一次出现在 {body[pages[k + 1]]}）排在 {order[k]}（{body[pages[k]]}）后面"
-             for k in range(len(order) - 1) if pages[k + 1] < pages[k]]
-    assert not wrong, "术语表的顺序和正文的出场顺序不符：" + "；".join(wrong)
+    headings = {d: _heading_terms(built_book.html / f"{d}.html") for d in body}
+    groups = glossary_groups(built_book)
+    assert list(groups) == list(glossary_entries(built_book))
+    wrong, order = [], []
+    for term, title in groups.items():
+        page = _group_page(title, body)
+        order.append(body.index(page))
+        allowed = {d for d in body if term in headings[d] and (term not in first or body.index(d) >= first[term])}
+        if term not in ORDER_SKIP:
+            assert term in first, f"术语“{term}”从第 1 节起在正文里一次也没出现"
+            allowed.add(body[first[term]])
+        if page not in allowed:
+            wrong.append(f"{term}（列在“{title}”，应在 {sorted(allowed)} 之一）")
+    assert not wrong, "术语表里这些术语不在讲解它的那一节的组里：" + "；".join(wrong)
+    assert order == sorted(order), "术语表的组没有按目录顺序排列"
 
 
-def test_glossary_opening_states_the_order_and_the_linking_rule(built_book):
+def test_group_check_tells_first_use_from_a_later_heading(built_book):
+    """上面那条检查确实会把术语和它的讲解页对上：softmax 第一次出现在第 1 节，第 2 节的标题里有它；
+    LayerNorm 第一次出现在第 5 节（数参数），第 6 节的标题里有它；批次第一次出现在第 3 节的练习里。"""
+    names = toc_docnames()
+    body = [d for d in names[names.index("book/s1_intuition"):] if d not in SKIP_PAGES]
+    first = _first_body_page(built_book, body)
+    assert body[first["softmax"]] == "book/s1_intuition"
+    assert "softmax" in _heading_terms(built_book.html / "book" / "s2_scaled_dot_product.html")
+    assert "softmax" not in _heading_terms(built_book.html / "book" / "s1_intuition.html")
+    assert "LayerNorm" in _heading_terms(built_book.html / "book" / "s6_block.html")
+    assert "注意力" not in _heading_terms(built_book.html / "book" / "s4_multi_head.html")  # 只有“多头注意力”
+
+
+def test_glossary_opening_states_the_grouping_and_keeps_house_rules_off_the_page(built_book):
     doc = soup(built_book.html / "book" / "glossary.html")
     opening = " ".join(p.get_text() for p in articles(doc)[0].find_all("p", recursive=True)[:2])
-    assert "第一次出现" in opening and "第 1 节" in opening, opening
-    assert "链接" in opening and "d_k" in opening, opening
+    assert "分组" in opening and "第一次出现" in opening and "标题" in opening, opening
+    # 写给作者的规矩（每页第一次用到术语就链接、公式块里放不了链接）留在源文件的注释里，不上读者的页面
+    text = articles(doc)[0].get_text()
+    for rule in ("独立成行的公式块", "不算在内", "都链接到这里的条目"):
+        assert rule not in text, rule
+    source = (Path(__file__).resolve().parents[1] / "book" / "glossary.md").read_text(encoding="utf-8")
+    assert re.search(r"^% .*链接到这里的条目", source, re.M), "术语链接的规矩不见了（应留在 glossary.md 的注释里）"
+
+
+# “batch”只有一个中文名：批次。正文里不再出现“批大小”“一批”“同批”之类，也不把 batch 当中文词用
+# （代码、形状注释、代码输出里的 batch 照旧；“批改”是另一个词）。
+OTHER_BATCH_WORDS = re.compile(r"批(?![次改])|(?<![A-Za-z_])batch(?![A-Za-z_])")
+
+
+def test_other_batch_words_pattern():
+    for bad in ("批大小为 1", "一批样本", "同批里", "一个 batch 里"):
+        assert OTHER_BATCH_WORDS.search(bad), bad
+    for good in ("一个批次", "批改程序", "BatchNorm", "batch_first", "按批次归一化"):
+        assert not OTHER_BATCH_WORDS.search(good), good
+
+
+@pytest.mark.parametrize("docname", [d for d in toc_docnames() if d not in SKIP_PAGES])
+def test_batch_is_called_pici_in_the_prose(built_book, docname):
+    found = [text.strip()[:60] for text, _ in prose_pieces(built_book.html / f"{docname}.html")
+             if OTHER_BATCH_WORDS.search(text)]
+    assert not found, f"{docname}：正文里 batch 的别的叫法（统一用“批次”）：{found}"

@@ -113,9 +113,9 @@ def test_points_are_summed_per_sub_exercise():
     assert str(want) in report.to_csv([r]).splitlines()[1].split(",")
 
 
-def test_the_homework_page_states_the_file_count_limit_of_the_sandbox():
+def test_the_teachers_guide_states_the_file_count_limit_of_the_sandbox():
     from minigpt.grading import runner
 
-    page = (Path(__file__).resolve().parents[1] / "book" / "homework.md").read_text(encoding="utf-8")
+    page = (Path(__file__).resolve().parents[1] / "book" / "teacher_guide.md").read_text(encoding="utf-8")
     assert f"私有 `/tmp` 里的文件和文件夹最多 {runner.MAX_FILES} 个" in page
     assert runner.LIMIT_TEXT["files"] == "超出文件数上限" and "超出文件数上限" in page

@@ -120,6 +120,17 @@ def venv_below_tmp():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _top_folders_below_tmp(cmd: list[str]) -> set[str]:
+    """bwrap 命令里只读挂上的路径（--ro-bind 的目标）在 /tmp 下的第一级文件夹名。"""
+    out = set()
+    for i, arg in enumerate(cmd[:-2]):
+        if arg == "--ro-bind":
+            target = Path(cmd[i + 2])
+            if target.parts[:2] == ("/", "tmp") and len(target.parts) > 2:
+                out.add(target.parts[2])
+    return out
+
+
 INSIDE = r"""
 import json, os, sys, minigpt
 def write(folder):
@@ -129,7 +140,7 @@ def write(folder):
     except OSError as err:
         return err.strerror
 root = sys.argv[1]
-print(json.dumps({"prefix": sys.prefix, "package": minigpt.__file__, "tmp": os.listdir("/tmp"),
+print(json.dumps({"prefix": sys.prefix, "package": minigpt.__file__, "tmp": sorted(os.listdir("/tmp")),
                   "root": sorted(os.listdir(root)), "venv": write(sys.prefix),
                   "package_dir": write(os.path.dirname(minigpt.__file__)), "private_tmp": write("/tmp")}))
 """
@@ -142,13 +153,22 @@ def test_a_venv_and_package_below_tmp_are_visible_read_only_and_the_rest_of_tmp_
                            "print(json.dumps(sandbox.bwrap_command(sandbox.Limits(), os.getuid() == 0)))"],
                           capture_output=True, text=True, check=True, cwd=root)
     cmd = json.loads(made.stdout)
-    proc = subprocess.run(cmd + [str(python), "-c", INSIDE, str(root)], capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
+    # 沙箱的 /tmp 里该看见的，正是沙箱为 Python 挂上的那些路径在 /tmp 下的第一级文件夹：这个虚拟环境的文件夹，
+    # 以及（仓库本身在 /tmp 下时）.pth 指向的项目虚拟环境所在的文件夹。测试不假定仓库在哪里
+    needed = _top_folders_below_tmp(cmd)
+    assert root.name in needed, cmd
+    decoy = Path(tempfile.mkdtemp(prefix="minigpt-decoy-", dir="/tmp"))
+    try:
+        proc = subprocess.run(cmd + [str(python), "-c", INSIDE, str(root)], capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+    finally:
+        decoy.rmdir()
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout)
     assert seen["prefix"] == str(root / "venv")
     assert seen["package"] == str(root / "src" / "minigpt" / "__init__.py")
-    assert seen["tmp"] == [root.name], "沙箱的 /tmp 里只该有通往虚拟环境的那个文件夹"
+    assert seen["tmp"] == sorted(needed), "沙箱的 /tmp 里只该有为 Python 挂上的路径所在的文件夹"
+    assert decoy.name not in seen["tmp"]
     assert seen["root"] == ["src", "venv"], "虚拟环境旁边的文件不该看得见"
     assert seen["venv"] == seen["package_dir"] == "Read-only file system"
     assert seen["private_tmp"] == "written"
@@ -161,13 +181,14 @@ def test_grading_from_a_venv_below_tmp_works_and_hostile_submissions_stay_inside
     root, python = venv_below_tmp
     names = ["correct", "hostile_write_package", "hostile_list_submissions", "hostile_read_outside"]
     files = _copy_submissions(root, names)
-    Path(generate.SECRET_FILE).write_text("老师的秘密", encoding="utf-8")
     package = _fingerprint(root / "src")
     report = tmp_path / "report.json"
-    proc = subprocess.run([str(python), "-m", "minigpt.grade", *map(str, files), "--json", str(report),
-                           "--jobs", "2", "--timeout", "30"],
-                          capture_output=True, text=True, timeout=900, cwd=tmp_path,
-                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    with generate.secret_on_host() as secret:
+        proc = subprocess.run([str(python), "-m", "minigpt.grade", *map(str, files), "--json", str(report),
+                               "--jobs", "2", "--timeout", "30"],
+                              capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                              env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        assert secret.exists()
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stdout + proc.stderr
     subs = {Path(s["path"]).stem: s for s in json.loads(report.read_text(encoding="utf-8"))["submissions"]}
@@ -177,7 +198,7 @@ def test_grading_from_a_venv_below_tmp_works_and_hostile_submissions_stay_inside
     listed = _last_cell_problem(subs["hostile_list_submissions"], "hostile_list_submissions")
     assert "没有找到别的提交" in listed["message"]
     read = _last_cell_problem(subs["hostile_read_outside"], "hostile_read_outside")
-    assert read["exception"] == "FileNotFoundError" and generate.SECRET_FILE in read["message"]
+    assert read["exception"] == "FileNotFoundError" and generate.SECRET_PREFIX + "* 一个也没有" in read["message"]
     assert _fingerprint(root / "src") == package
 
 
@@ -419,8 +440,8 @@ def test_as_root_only_tmp_is_writable_in_the_sandbox():
     assert {d: why for d, why in seen.items() if why not in ("Read-only file system", "Permission denied")} == {}
 
 
-def test_no_shared_memory_in_the_sandbox_as_the_homework_page_says():
-    """「给教师」说 /dev/shm 只读，所以 multiprocessing 的锁这类要共享内存的东西在沙箱里报错。"""
+def test_no_shared_memory_in_the_sandbox_as_the_teachers_guide_says():
+    """「教师指南」说 /dev/shm 只读，所以 multiprocessing 的锁这类要共享内存的东西在沙箱里报错。"""
     _bwrap_or_skip()
     from minigpt.grading import sandbox
 
@@ -429,7 +450,7 @@ def test_no_shared_memory_in_the_sandbox_as_the_homework_page_says():
     proc = subprocess.run(sandbox.bwrap_command(sandbox.Limits(), os.geteuid() == 0) + [sys.executable, "-c", code],
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert proc.stdout.strip() == "Read-only file system", (proc.stdout, proc.stderr[-800:])
-    page = (REPO / "book" / "homework.md").read_text(encoding="utf-8")
+    page = (REPO / "book" / "teacher_guide.md").read_text(encoding="utf-8")
     assert "`/dev/shm` 都是只读的" in page and "用不了共享内存" in page
 
 

@@ -59,10 +59,10 @@ def test_a_right_submission_passes_every_exercise(sandbox_says_all_right):
 def test_judging_holds_the_lock_that_guards_the_global_rng_and_stdout(sandbox_says_all_right, monkeypatch):
     """题目数据靠 torch.manual_seed(42) 和全局随机数造出来，检查器在 redirect_stdout 里跑：两样都只能在锁里做。"""
     held = []
-    real_inputs, real_judge = judge.exercise_inputs, judge._judge
+    real_inputs, real_judge = judge.exercise_inputs, judge.judge_exercise
     monkeypatch.setattr(judge, "exercise_inputs",
                         lambda: (held.append(judge.JUDGE_LOCK.locked()), real_inputs())[1])
-    monkeypatch.setattr(judge, "_judge",
+    monkeypatch.setattr(judge, "judge_exercise",
                         lambda *a: (held.append(judge.JUDGE_LOCK.locked()), real_judge(*a))[1])
     assert _passed(judge.grade_submission(CORRECT, sandboxed=False))
     assert held == [True] * (1 + len(EXERCISES))

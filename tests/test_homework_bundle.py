@@ -6,13 +6,23 @@
 
 全新环境是 conftest 的 fresh_venv（与读者笔记本、sdist 的测试共用）：torch 来自本机的 wheel，其余依赖
 钉死与 .venv 相同的版本；这里只往里装作业包的 wheel。
+
+轻量安装：README 给 Linux、macOS、Windows 各写四行（建虚拟环境、进入它、装只用 CPU 的 PyTorch、装本书的包）。
+测试解析这些命令并核对它们；再在一个空的虚拟环境里照 Linux 那几行真的装一遍。这台机器连不到 PyTorch 的
+CPU 轮子索引，那一行的 --index-url 换成本机同一个 CPU 轮子所在的目录（conftest.torch_wheel_dir），其余依赖按
+requirements.lock 的版本取（约束文件，免得下载别的版本）；别的命令原样运行。装好的环境里 torch 是 2.13.0 的 CPU 版、
+没有 CUDA 库，整个环境约 1 GB，参考答案逐题通过。
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import re
+import shlex
 import subprocess
+import sys
 import tomllib
 import zipfile
 from pathlib import Path
@@ -22,7 +32,7 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from conftest import REPO, clean_env
+from conftest import REPO, clean_env, torch_wheel_dir
 
 _spec = importlib.util.spec_from_file_location("homework_bundle", REPO / "book" / "_ext" / "homework_bundle.py")
 bundle_ext = importlib.util.module_from_spec(_spec)
@@ -164,3 +174,114 @@ def test_fresh_venv_with_placeholders_stops_at_the_first_checker(unpacked, fresh
     assert len(failed) == 1 and _starter(failed[0]) == "1a", "应当停在第一个检查器"
     later = nb.cells[nb.cells.index(failed[0]) + 1:]
     assert all(not c.get("outputs") for c in later if c.cell_type == "code"), "出错后不应再往下运行"
+
+
+# ---------------------------------------------------------------- 轻量安装：只用 CPU 的 PyTorch
+
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def readme_commands(readme: str) -> dict[str, list[str]]:
+    """README 里每种系统（### Linux / macOS / Windows）那一段第一个代码块里的命令，一行一条。"""
+    out = {}
+    for system in ("Linux", "macOS", "Windows"):
+        section = readme.split(f"### {system}\n", 1)[1].split("\n### ", 1)[0]
+        block = re.search(r"^```\w*\n(.*?)^```", section, re.S | re.M)
+        assert block, f"README 的 {system} 一节没有代码块"
+        out[system] = [line.strip() for line in block.group(1).splitlines() if line.strip()]
+    return out
+
+
+def test_readme_installs_cpu_only_pytorch_before_the_wheel_on_linux_macos_and_windows(unpacked):
+    readme = (unpacked / "README.md").read_text(encoding="utf-8")
+    commands = readme_commands(readme)
+    for system, lines in commands.items():
+        assert len(lines) == 4, (system, lines)
+        make, enter, torch, book = lines
+        assert re.fullmatch(r"(python3|py) -m venv minigpt-env", make), (system, make)
+        assert shlex.split(torch)[:3] == ["pip", "install", "torch"], (system, torch)
+        assert book == f"pip install {WHEEL}", (system, book)   # 全名：cmd、PowerShell 和 pip 都不展开 *
+        extra = shlex.split(torch)[3:]
+        if system == "macOS":   # PyPI 上给 macOS 的 torch 本来就只有 CPU（和 MPS）
+            assert extra == [], torch
+        else:                   # --index-url 换掉 PyPI；--extra-index-url 还会让 pip 挑中 PyPI 上带 CUDA 的版本
+            assert extra == ["--index-url", CPU_INDEX], (system, torch)
+    assert commands["Linux"][1] == commands["macOS"][1] == "source minigpt-env/bin/activate"
+    assert commands["Windows"][1] == "minigpt-env\\Scripts\\activate.bat"
+    assert "minigpt-env\\Scripts\\Activate.ps1" in readme   # PowerShell 的那一行写在代码块下面
+    assert "约 1 GB" in readme and "CUDA" in readme
+
+
+def _wheel_metadata(bundle) -> str:
+    with zipfile.ZipFile(bundle) as zf, zf.open(f"{bundle_ext.FOLDER}/{WHEEL}") as raw, zipfile.ZipFile(raw) as wheel:
+        return wheel.read(f"{DIST.replace('-', '_')}-{VERSION}.dist-info/METADATA").decode()
+
+
+def test_wheel_requires_no_cuda_package_and_admits_the_cpu_build_of_torch(bundle):
+    from packaging.requirements import Requirement
+
+    required = [Requirement(line.split(":", 1)[1].strip()) for line in _wheel_metadata(bundle).splitlines()
+                if line.startswith("Requires-Dist:")]
+    plain = [r for r in required if r.marker is None]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert sorted(r.name for r in plain) == sorted(Requirement(d).name for d in project["dependencies"])
+    assert not [r.name for r in required if r.name.startswith(("nvidia", "triton", "cuda"))]
+    torch = next(r for r in plain if r.name == "torch")
+    from importlib.metadata import version
+
+    assert torch.specifier.contains(version("torch"), prereleases=False), (torch, version("torch"))
+    assert version("torch").endswith("+cpu")
+
+
+def _size(folder: Path) -> int:
+    return sum(p.lstat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def _solutions_program(unpacked: Path) -> str:
+    """学生版笔记本的代码单元依次连起来、初始代码换成参考答案：一个能用 python 直接运行的程序。"""
+    nb = nbformat.read(unpacked / "homework_student.ipynb", as_version=4)
+    answers = tool.solutions()
+    return "\n\n".join(answers[_starter(c)] if _starter(c) else c.source
+                        for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.slow  # 建一个空的虚拟环境、照 README 装 torch 与本书的包（约一分钟）
+def test_a_venv_set_up_per_the_readme_has_cpu_torch_2_13_weighs_about_1_gb_and_passes_every_checker(
+        unpacked, tmp_path):
+    student = tmp_path / "student"
+    student.mkdir()
+    for item in unpacked.iterdir():
+        (student / item.name).write_bytes(item.read_bytes())
+    make, enter, torch, book = readme_commands((student / "README.md").read_text(encoding="utf-8"))["Linux"]
+    assert make == "python3 -m venv minigpt-env" and enter == "source minigpt-env/bin/activate"
+    subprocess.run([sys._base_executable, "-m", "venv", "minigpt-env"], cwd=student, check=True)
+    venv = student / "minigpt-env"
+    # 进入虚拟环境（source …/activate 做的事）：它的 bin 排在 PATH 最前面
+    env = clean_env()
+    env.update(VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
+    env["PIP_CONSTRAINT"] = str(REPO / "requirements.lock")   # 本机已有的版本：torch 2.13.0+cpu 与 .venv 同版本的依赖
+    args = shlex.split(torch)
+    at = args.index("--index-url")
+    assert args[at + 1] == CPU_INDEX
+    args[at:at + 2] = ["--find-links", str(torch_wheel_dir())]   # 本机的 CPU 轮子代替 PyTorch 的 CPU 索引
+    for command in (args, shlex.split(book)):
+        proc = subprocess.run(command + ["--quiet"], cwd=student, env=env, capture_output=True, text=True,
+                              timeout=1500)
+        assert proc.returncode == 0, (command, proc.stdout[-2000:], proc.stderr[-2000:])
+    python = venv / "bin" / "python"
+    probe = ("import json, torch, importlib.metadata as m; print(json.dumps([torch.__version__, torch.version.cuda, "
+             "torch.cuda.is_available(), sorted(d.metadata['Name'].lower() for d in m.distributions())]))")
+    version, cuda, available, installed = json.loads(subprocess.run(
+        [str(python), "-c", probe], cwd=student, env=env, capture_output=True, text=True, check=True).stdout)
+    assert (version, cuda, available) == ("2.13.0+cpu", None, False)
+    assert not [n for n in installed if n.startswith(("nvidia", "triton"))], installed
+    assert {"minigpt-book", "numpy", "matplotlib"} <= set(installed)
+    size = _size(venv)
+    assert 0.5e9 < size < 1.5e9, f"虚拟环境有 {size / 1e9:.2f} GB，README 说约 1 GB"
+    run = subprocess.run([str(python), "-"], input=_solutions_program(student), cwd=student, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    from minigpt.homework import EXERCISES
+
+    for n in sorted({re.match(r"\d+", e.key).group(0) for e in EXERCISES}, key=int):
+        assert f"✔ 作业 {n} 通过" in run.stdout, (n, run.stdout[-2000:])

@@ -17,7 +17,7 @@ import pytest
 import minigpt.homework as homework
 from homework_cases import CASES
 from minigpt.grading import answers as probe
-from minigpt.grading.judge import _judge
+from minigpt.grading.judge import judge_exercise
 from minigpt.homework import EXERCISES, HomeworkNotFilled, HomeworkWrong, exercise_inputs
 
 BY_KEY = {e.key: e for e in EXERCISES}
@@ -48,7 +48,7 @@ def by_the_grader(case) -> tuple[str, str]:
         exec(probe.probe_source(list(values)), dict(values))
     decoded = probe.decode_answers(probe.parse_json(probe.answers_from_output(sink.getvalue())),
                                    list(values))
-    result = _judge(exercise, decoded, exercise_inputs(), {}, None)
+    result = judge_exercise(exercise, decoded, exercise_inputs(), {}, [])
     return result.status, result.message
 
 

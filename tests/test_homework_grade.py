@@ -13,6 +13,7 @@ import csv
 import hashlib
 import importlib.util
 import io
+import itertools
 import json
 import os
 import re
@@ -78,8 +79,8 @@ def graded(tmp_path_factory):
     package_before = _package_files()
     out = tmp_path_factory.mktemp("grade")
     report, gradebook = out / "report.json", out / "grades.csv"
-    secret = Path(generate.SECRET_FILE)
-    secret.write_text("老师的秘密", encoding="utf-8")
+    secret = generate.secret_on_host()
+    secret.__enter__()
     for f in generate.ESCAPE_FILES:
         Path(f).unlink(missing_ok=True)
     listener = socket.socket()
@@ -103,6 +104,7 @@ def graded(tmp_path_factory):
             connected = False
     finally:
         listener.close()
+        secret.__exit__(None, None, None)
     escaped = [f for f in generate.ESCAPE_FILES if Path(f).exists()]
     data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else None
     by_name = {Path(s["path"]).name: s for s in data["submissions"]} if data else {}
@@ -148,8 +150,9 @@ def test_stdout_table_has_one_row_per_submission_with_each_exercise_status(grade
     proc, _, by_name, *_ = graded
     lines = proc.stdout.splitlines()
     header = next(line for line in lines if line.startswith("提交"))
-    assert header.split() == ["提交", "1(一)", "1(二)", "2(一)", "2(二)", "3", "4a", "4b", "5a", "5b", "通过", "得分"]
-    words = {"passed": "通过", "wrong": "答错", "not_attempted": "未作答", "error": "出错", "timeout": "超时"}
+    assert header.split() == ["提交", "1(一)", "1(二)", "2(一)", "2(二)", "3", "4(一)", "4(二)", "5(一)", "5(二)", "通过", "得分"]
+    words = {"passed": "通过", "wrong": "答错", "not_attempted": "未作答", "missing": "没有这个变量",
+             "error": "出错", "timeout": "超时"}
     for name, sub in by_name.items():
         row = next(line for line in lines if line.split() and line.split()[0] == name)
         assert row.split()[1:] == [words[s] for s in _statuses(sub).values()] + [
@@ -221,10 +224,49 @@ def test_broken_cells_get_their_own_status_and_the_rest_is_still_graded(graded, 
     assert set(others.values()) == {"passed"}, others
 
 
-def test_deleted_answer_variables_are_not_attempted(graded):
+def test_deleted_answer_variables_are_reported_as_missing(graded):
     sub = graded[2]["deleted_answers.ipynb"]
-    assert _statuses(sub) == dict.fromkeys(KEYS, "not_attempted")
+    assert _statuses(sub) == dict.fromkeys(KEYS, "missing")
     assert all("运行结束时没有变量" in e["message"] for e in sub["exercises"].values())
+
+
+def _details(stdout: str, name: str) -> list[str]:
+    """表下某份提交的详情行。"""
+    after = stdout.split("\n详情", 1)[1].split(f"\n{name}\n", 1)
+    if len(after) == 1:
+        return []
+    return list(itertools.takewhile(lambda line: line.startswith("  "), after[1].split("\n")))
+
+
+def test_an_exception_in_exercise_1_leaves_untouched_later_parts_not_attempted(graded):
+    proc, _, by_name, *_ = graded
+    sub = by_name["error_then_untouched.ipynb"]
+    assert _statuses(sub) == {"1a": "error", **dict.fromkeys(KEYS[1:], "not_attempted")}
+    assert sub["exercises"]["1a"]["exception"] == "NameError"
+    assert sub["exercises"]["1a"]["cell"] == _code_cell_of("error_then_untouched.ipynb", "1a")
+    assert _details(proc.stdout, "error_then_untouched.ipynb") == [
+        f"  1(一) 出错：{sub['exercises']['1a']['message']}",
+        "  未作答：1(二)、2(一)、2(二)、3、4(一)、4(二)、5(一)、5(二)"]
+
+
+def test_a_correct_answer_deleted_later_is_missing_not_an_earlier_cells_error(graded):
+    """作业 3 做对了、被最后一个单元 del 掉；作业 1（二）的单元抛了 NameError。作业 3 是“没有这个变量”，
+    作业 1（二）的 NameError 只记在作业 1（二）上。作业 1（一）先答错、后改对：通过，详情里没有它的 HomeworkWrong。"""
+    proc, _, by_name, *_ = graded
+    sub = by_name["deleted_after_error.ipynb"]
+    assert _statuses(sub) == {**dict.fromkeys(KEYS, "passed"), "1b": "error", "3": "missing"}
+    assert sub["exercises"]["1b"]["exception"] == "NameError"
+    assert sub["exercises"]["3"]["exception"] is None and "NameError" not in sub["exercises"]["3"]["message"]
+    assert "运行结束时没有变量 w1_params、w2_params、total_params" in sub["exercises"]["3"]["message"]
+    assert any(p["exception"] == "HomeworkWrong" for p in sub["cell_problems"])   # 记在 JSON 里……
+    lines = _details(proc.stdout, "deleted_after_error.ipynb")
+    assert len(lines) == 2 and "HomeworkWrong" not in "".join(lines), lines   # ……表下只列两个问题，各一次
+    assert lines[0].startswith("  1(二) 出错：代码单元") and lines[1].startswith("  3 没有这个变量：")
+
+
+def test_an_empty_notebook_gets_one_detail_line(graded):
+    proc, *_ = graded
+    assert _details(proc.stdout, "placeholders.ipynb") == ["  未作答：全部小题"]
 
 
 @pytest.mark.parametrize("name,exception,phrase", [
@@ -425,7 +467,7 @@ def test_shapes_are_what_they_claim_to_be():
 
 # 名字 → (最后一个单元记下的问题种类, 异常类型, 说明里的字样)
 ATTACKS = {
-    "hostile_read_outside": ("error", "FileNotFoundError", generate.SECRET_FILE),
+    "hostile_read_outside": ("error", "FileNotFoundError", generate.SECRET_PREFIX + "* 一个也没有"),
     "hostile_list_submissions": ("error", "FileNotFoundError", "没有找到别的提交"),
     "hostile_write_outside": ("error", "FileNotFoundError", "/var/tmp"),
     "hostile_write_package": ("error", "OSError", "Read-only file system"),
@@ -526,16 +568,27 @@ def test_csv_has_a_bom_an_id_column_points_per_exercise_total_and_status(graded)
     assert raw.startswith("\ufeff".encode("utf-8"))
     rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
     assert rows[0] == ["学号"] + [f"{h}（{e.points} 分）" for h, e in zip(
-        ["1(一)", "1(二)", "2(一)", "2(二)", "3", "4a", "4b", "5a", "5b"], EXERCISES)] + [f"总分（{TOTAL} 分）", "状态"]
+        ["1(一)", "1(二)", "2(一)", "2(二)", "3", "4(一)", "4(二)", "5(一)", "5(二)"], EXERCISES)] + [f"总分（{TOTAL} 分）", "状态"]
     body = {r[0]: r for r in rows[1:]}
     assert set(body) == {Path(n).stem for n in by_name}
     assert body["correct"][1:] == [str(e.points) for e in EXERCISES] + [str(TOTAL), "已批改"]
     assert body["placeholders"][1:-1] == ["0"] * (len(KEYS) + 1)
     for name, sub in by_name.items():
         row = body[Path(name).stem]
-        assert int(row[-2]) == sub["points"] == sum(map(int, row[1:-2]))
+        if sub["graded"]:
+            assert int(row[-2]) == sub["points"] == sum(map(int, row[1:-2]))
     assert body["no_such_student"][-1].startswith("无法批改：文件不存在")
     assert body["hostile_memory_3gib"][-1] == "已批改（碰到资源上限）"
+
+
+@pytest.mark.parametrize("name,phrase", [(generate.MISSING, "文件不存在"), ("invalid_json.ipynb", "不是有效的 JSON"),
+                                         ("hostile_forged_answers.ipynb", "答案文件不合格")])
+def test_ungradable_submissions_have_blank_scores_and_the_reason_as_status_in_the_csv(graded, name, phrase):
+    """成绩册里空着的格子是“还没有成绩”，0 分却是一个成绩：无法批改的提交各小题和总分都留空。"""
+    rows = list(csv.reader(io.StringIO(graded[5]["csv"].decode("utf-8-sig"))))
+    row = next(r for r in rows[1:] if r[0] == Path(name).stem)
+    assert row[1:-1] == [""] * (len(KEYS) + 1)
+    assert row[-1].startswith("无法批改：") and phrase in row[-1]
 
 
 # ---------------------------------------------------------------- 中断与 --resume

@@ -2,7 +2,9 @@
 
 - 笔记本由 tools/make_student_notebook.py 从页面生成，已提交的版本必须是最新的、不含答案；
 - 构建出的作业页：三道题、答案折叠、答案的输出里有检查器的 ✔、初始代码显示“还没有填写”、
-  作业包的链接（页面上与每页的下载菜单里）指向网站上真实存在的 zip、有“给教师”一节、可见的代码单元里没有构建用的 glue。
+  作业包的链接（页面上与每页的下载菜单里）指向网站上真实存在的 zip、链接到教师指南、可见的代码单元里没有构建用的 glue；
+- 教师指南（book/teacher_guide.md）是单独的一页：发放、收集、批改、结果的读法、沙箱与上限、分值表；
+  作业页上不再有批改程序与沙箱的内部细节。
 
 笔记本在全新环境里的运行见 tests/test_homework_bundle.py；检查器见 tests/test_homework.py；批改见
 tests/test_homework_grade.py。
@@ -191,26 +193,47 @@ def test_download_menu_of_every_page_links_the_bundle(built_book):
     _bundle_ok(built_book.html / "minigpt-homework.zip")
 
 
+@pytest.fixture(scope="module")
+def teacher_html(built_book):
+    return read_html(built_book.html / "book" / "teacher_guide.html")
+
+
 @pytest.mark.book
-def test_teachers_section_explains_handing_out_collecting_and_grading(homework_html):
-    _, soup = homework_html
-    section = soup.find(id="hw-teacher")
-    assert section is not None and section.find("h2").get_text(strip=True).startswith("给教师")
+def test_homework_page_links_the_teachers_guide_and_keeps_no_sandbox_internals(homework_html):
+    path, soup = homework_html
+    article = soup.select_one("article")
+    links = [a["href"] for a in article.select("a[href]") if "teacher_guide.html" in a["href"]]
+    assert links and (path.parent / urlsplit(links[0]).path).is_file()
+    text = article.get_text(" ", strip=True)
+    for internal in ("bubblewrap", "/dev/shm", "--no-sandbox", "--notebook-timeout", "退出码", "CSV", "umask",
+                     "python -m minigpt.grade"):
+        assert internal not in text, f"作业页上还有批改的内部细节：{internal}"
+    assert soup.find(id="hw-teacher") is None
+
+
+@pytest.mark.book
+def test_teachers_guide_explains_handing_out_collecting_and_grading(teacher_html):
+    assert teacher_html.find("h1").get_text(strip=True).startswith("教师指南")
+    section = teacher_html.select_one("article")
     text = section.get_text(" ", strip=True)
     for must in ("minigpt-homework.zip", "python -m minigpt.grade", "--json", "--timeout", "退出码",
-                 "bubblewrap", "--no-sandbox", "--csv", "--resume", "--jobs", "学号", "BOM"):
+                 "bubblewrap", "--no-sandbox", "--csv", "--resume", "--jobs", "学号", "BOM", "umask",
+                 "--index-url", "--student", "make dist"):
         assert must in text, must
     tables = {tuple(th.get_text(strip=True) for th in t.select("thead th")): t for t in section.select("table")}
     status = tables[("结果", "含义")]
-    assert [tr.find("td").get_text(strip=True) for tr in status.select("tbody tr")] == ["通过", "答错", "未作答", "出错", "超时"]
+    from minigpt.grading.results import STATUS_TEXT
+
+    assert [tr.find("td").get_text(strip=True) for tr in status.select("tbody tr")] == [
+        STATUS_TEXT[k] for k in ("passed", "wrong", "not_attempted", "missing", "error", "timeout")]
+    assert set(STATUS_TEXT) == {"passed", "wrong", "not_attempted", "missing", "error", "timeout"}
 
 
 @pytest.mark.book
-def test_teachers_section_lists_every_sandbox_limit_with_its_flag_and_default(homework_html):
+def test_teachers_guide_lists_every_sandbox_limit_with_its_flag_and_default(teacher_html):
     from minigpt.grading import cli
 
-    _, soup = homework_html
-    section = soup.find(id="hw-teacher")
+    section = teacher_html.select_one("article")
     table = next(t for t in section.select("table") if t.find("th").get_text(strip=True) == "选项")
     rows = {tr.find("code").get_text().split()[0]: tr.find_all("td")[1].get_text(strip=True)
             for tr in table.select("tbody tr")}
@@ -229,12 +252,14 @@ def test_teachers_section_lists_every_sandbox_limit_with_its_flag_and_default(ho
 
 
 @pytest.mark.book
-def test_teachers_section_prints_the_points_of_every_sub_exercise(homework_html):
+def test_teachers_guide_prints_the_points_of_every_sub_exercise(teacher_html):
+    from minigpt.grading.results import short_name
     from minigpt.homework import EXERCISES
 
-    _, soup = homework_html
-    section = soup.find(id="hw-teacher")
+    section = teacher_html.select_one("article")
     table = next(t for t in section.select("table") if t.find("th").get_text(strip=True) == "小题")
+    assert [th.get_text(strip=True) for th in table.select("thead th")] == (
+        ["小题"] + [short_name(e.key) for e in EXERCISES] + ["合计"])
     cells = [td.get_text(strip=True) for td in table.select("tbody tr td")]
     assert cells == ["分值"] + [str(e.points) for e in EXERCISES] + [str(sum(e.points for e in EXERCISES))]
 

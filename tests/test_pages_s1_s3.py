@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import golden as G
-from conftest import REPO
+from conftest import REPO, toc_docnames
 from minigpt.data import make_toy_example
 from bs4 import BeautifulSoup
 from pagekit import (
@@ -80,6 +80,7 @@ def test_index_says_which_numbers_are_computed_and_which_are_illustrative(built_
     for kind in ("打印", "图", "正文"):
         assert kind in computed, kind
     assert "“示意”" in illustrative and "第 1 节" in illustrative
+    assert "中文教程" in illustrative, "示意数字出自来源教程，首页要说清"
 
 
 def test_index_limits_reproducibility_to_the_pinned_pytorch_and_platform(built_book):
@@ -91,9 +92,19 @@ def test_index_limits_reproducibility_to_the_pinned_pytorch_and_platform(built_b
     assert f"PyTorch（{version} 的 CPU 版本）" in part.text or f"{version} 的 CPU 版本" in part.text
     assert "平台" in part.text and "不保证" in part.text
     assert "pytorch.org/docs/stable/notes/randomness.html" in " ".join(part.hrefs)
-    # 环境单元打印的版本就是钉住的版本，并写出平台
+    # 构建环境由代码读出、glue 进正文：版本就是钉住的版本，并写出平台和计算设备
     assert re.search(rf"PyTorch {re.escape(version)}\+cpu|PyTorch {re.escape(version)}\b", part.text)
-    assert re.search(r"设备\s+cpu\b", part.text), "环境单元没有打印计算设备"
+    assert re.search(r"设备\s+cpu\b", part.text), "没有写出计算设备"
+    assert any(v.startswith(version) for v in part.pasted), part.pasted
+    import platform
+    assert f"{platform.system()} {platform.machine()}" in part.pasted, part.pasted
+
+
+def test_index_front_page_shows_no_code_cell(built_book):
+    """首页是书的封面和说明：环境信息写在正文里（glue），页面上没有看得见的代码单元。"""
+    doc = soup(built_book.html / "book" / "index.html")
+    cells = articles(doc)[0].select("div.cell")
+    assert not cells, f"首页上有 {len(cells)} 个看得见的代码单元"
 
 
 # ---------------------------------------------------------------- 导读
@@ -113,6 +124,17 @@ def test_intro_title_and_links_to_every_section_it_promises(built_book):
     assert "Transformer Block" in cells["核心层"]
     first = section(built_book, "intro", "各算各的向量")
     assert "river bank" in first.text and "bank account" in first.text
+    # 注意力早于 Transformer：Bahdanau 等（2015）的注意力、Transformer 之前的自注意力（Cheng 等，2016），
+    # Vaswani 等（2017）是只用注意力的模型和缩放点积注意力；三篇都引用到参考资料页
+    credit = next(p for p in paragraphs(first) if "不是 Transformer 发明的" in p)
+    for who in ("Bahdanau", "Cheng", "Vaswani"):
+        assert who in credit, who
+    assert "缩放点积注意力" in credit and "自注意力" in credit
+    cited = {h for h in first.hrefs if h.startswith("references.html#")}
+    assert len(cited) >= 3, cited  # 三篇各链接到参考资料页上自己的条目
+    # 导读不编号：它的表没有“表 1”这种读起来像第 1 节的编号
+    assert not load(built_book, "intro").captions, load(built_book, "intro").captions
+    assert "表 1" not in load(built_book, "intro").text
     assert "“示意”" in route.text, "导读应说明手写的示意数字"
 
 
@@ -140,6 +162,9 @@ def test_s1_illustrative_row_has_full_header_and_is_marked(built_book):
     assert len(headers) == 7 and all(headers), f"表头有空格子：{headers}"
     assert cells[0] == "sat" and abs(sum(float(c) for c in cells[1:]) - 1) < 1e-9, cells
     assert "示意" in note.get_text()
+    # 这一行数是来源教程编的，不是本书编的：说明里写明出处并链接到参考资料页
+    assert "中文教程" in note.get_text() and "我们" not in note.get_text(), note.get_text()
+    assert note.find("a", href=re.compile(r"^references\.html")), note
 
 
 def test_s1_says_nn_linear_stores_the_transpose_and_shows_it(built_book):
@@ -148,6 +173,27 @@ def test_s1_says_nn_linear_stores_the_transpose_and_shows_it(built_book):
     check = section(built_book, "s1_intuition", "验证 Q、K、V")
     assert re.search(r"Q == X @ weight\.T:\s*True", check.text)
     assert re.search(r"Q == X @ weight:\s*False", check.text)
+
+
+def test_s1_three_trues_sentence_holds_for_the_printed_line(built_book):
+    """正文说“两两不同”那一行打印了三个 True：页面上的输出确实如此，三个矩阵也确实两两不同。"""
+    ex = make_toy_example(("the", "cat", "sat"), d_model=4, d_k=4, seed=42)
+    assert not torch.equal(ex.Q, ex.K) and not torch.equal(ex.Q, ex.V) and not torch.equal(ex.K, ex.V)
+    check = section(built_book, "s1_intuition", "验证 Q、K、V")
+    assert re.search(r"Q、K、V 两两不同: True True True", check.text)
+    assert "打印了三个 `True`" in check.html or "打印了三个 True" in check.text
+
+
+def test_s2_sentences_about_the_highest_score_and_weight_hold(built_book):
+    """第 2 节两句关于打印结果的话：the 那一行里分数最高的是最后一个（sat）；softmax 之后 the 那一行份额最大的
+    也是 sat，正对着最高的那个分数。"""
+    torch_, ex, w = _toy()
+    scores = ex.Q @ ex.K.T
+    assert int(scores[0].argmax()) == 2 and int(w[0].argmax()) == 2
+    part = section(built_book, "s2_scaled_dot_product", "第一步：给每一对 token 打分")
+    assert "最后一个最高" in part.text
+    step3 = section(built_book, "s2_scaled_dot_product", "第三步：softmax 归一化")
+    assert "份额最大的是 sat" in step3.text and "最高的分数" in step3.text
 
 
 def test_s1_explains_why_key_and_value_are_separate(built_book):
@@ -182,6 +228,9 @@ def test_s1_question_on_the_two_thes_holds_with_and_without_the_causal_mask(buil
     for value in (f"{full[2, 0]:.3f}", f"{causal[2, 0]:.3f}", f"{causal[5, 0]:.3f}"):
         assert value in answer, (value, answer)
     assert "遮蔽" in answer and "位置编码" in answer
+    # 后一问要用到第 3 节才讲的因果遮蔽：题目自己说明这一点，并链接到第 3 节
+    question = self_check(load(built_book, "s1_intuition"))[0][0]
+    assert "第 3 节才讲" in question and "先答前一问" in question, question
 
 
 def test_s1_ends_with_self_check(built_book):
@@ -292,6 +341,12 @@ def test_s2_formulas_keep_the_square_root(built_book):
 def test_s2_figures(built_book):
     page = load(built_book, "s2_scaled_dot_product")
     assert_figures(page, {"fig-s2-variance": "2.1", "fig-s2-saturation": "2.2", "fig-s2-heatmap": "2.3"})
+    # 方差与 d_k 成正比（线性），不是“等比”（几何）增长：图注的说法要对打印出的方差成立
+    caption = soup(page.path).find("figure", id="fig-s2-variance").find("figcaption").get_text()
+    assert "成正比" in caption and "等比" not in caption, caption
+    from minigpt.experiments import dot_product_stats
+    stats = dot_product_stats((4, 16, 64, 256), n_samples=20000, seed=0)
+    assert all(abs(s.var_unscaled / s.d_k - 1) < 0.05 for s in stats), stats
 
 
 def test_s2_ends_with_self_check(built_book):
@@ -305,9 +360,16 @@ def test_summary_follows_one_token_through_the_block(built_book):
     page = load(built_book, "summary")
     assert page.title.endswith("全章回顾")
     walk = section(built_book, "summary", "在一个 Block 里经历了什么")
-    order = ["Query", "注意力分数", "注意力权重", "因果遮蔽", "多头注意力", "前馈网络", "残差连接", "LayerNorm"]
+    # 一个 Block 里的顺序：注意力（多头）→ 残差与 LayerNorm → FFN（之后再残差与 LayerNorm）
+    order = ["Query", "注意力分数", "注意力权重", "因果遮蔽", "多头注意力", "残差连接", "LayerNorm", "前馈网络"]
     positions = [walk.text.index(term) for term in order]
     assert positions == sorted(positions), "小结里一个 token 的路程顺序不对"
+    # 每一步只提到已经读过的步骤：第 k 步里不会出现“第 j 步”（j > k）
+    items = BeautifulSoup(walk.html, "html.parser").select("ol > li")
+    assert len(items) == 7, len(items)
+    for k, li in enumerate(items, start=1):
+        later = [int(j) for j in re.findall(r"第 (\d) 步", li.get_text()) if int(j) > k]
+        assert not later, f"第 {k} 步提前引用了第 {later} 步"
     assert "因果 mask" not in page.text and "Scaled Dot-Product" not in page.text
 
 
@@ -332,7 +394,9 @@ def test_s3_illustrative_rows_are_computed_not_copied(built_book):
     assert page.title.endswith("因果遮蔽：只许往回看")
     for value in ("0.45", "0.55", "0.27", "0.29", "0.44"):
         assert value in page.pasted, value
-    assert "[0.27, 0.29, 0.44]" in page.text
+    # 打印的每个权重都是两位小数（“保留两位小数”说的是真的：1.00、0.00，不是 1.0、0.0）
+    assert re.search(r"the:\s+1\.00\s+0\.00\s+0\.00", page.text), "示意分数的权重没有按两位小数打印"
+    assert re.search(r"sat:\s+0\.27\s+0\.29\s+0\.44", page.text)
     # 原稿里算错的那一行不能出现
     assert not re.search(r"(?<![\d.])0\.51(?!\d)", page.text)
     assert "0.22, 0.27" not in page.text
@@ -358,7 +422,25 @@ def test_s3_leak_is_any_nonzero_weight_and_training_would_grow_it(built_book):
     toy = torch.softmax(torch.tensor([0.3, 0.5, 0.8]), dim=-1)
     assert f"以 {toy[2].item():.2f} 的权重" in leak, leak
     assert "最大" not in leak, "泄露与份额是否最大无关"
+    assert any("示意分数" in p and "中文教程" in p for p in paragraphs(page)), "示意分数没有写明出自来源教程"
     assert "梯度下降" in leak and "加大这份权重" in leak, leak
+    # 指向后面小实验的交叉引用写的是节号（第 3.5 节），不是那一节的标题
+    assert "训练会把偷看放大一节" not in leak
+    m = re.search(r"第 (3\.\d) 节用一个小实验", leak)
+    assert m, leak
+    target = soup(page.path).find(id="s3-leak-training")
+    sec = target if target.name == "section" else target.find_parent("section")
+    h2 = sec.find("h2")
+    assert m.group(1) in h2.get_text() and "训练会把偷看放大" in h2.get_text(), (m.group(1), h2.get_text())
+
+
+def test_s3_says_a_whole_given_sentence_needs_no_mask(built_book):
+    """不遮蔽的注意力本身没有错：理解一句写完了的话（编码器、BERT）时整句都在手上；只有逐词生成才要遮。"""
+    page = load(built_book, "s3_causal_mask")
+    para = next(p for p in paragraphs(page) if "BERT" in p)
+    assert "不加遮蔽" in para and "编码器" in para and "GPT" in para, para
+    # 这一段在“遮住右上角”那一节之前，也就是在读者学遮蔽之前
+    assert page.text.index("BERT") < page.text.index("遮蔽矩阵把这条规则写成数字")
 
 
 def test_s3_mask_weights_and_cat_sat(built_book):
@@ -522,3 +604,25 @@ def test_s2_s3_alt_texts_state_what_the_code_computes(built_book):
     assert all(abs(v - masked.chance_loss) < 0.1 for v in masked.losses), (min(masked.losses), max(masked.losses))
     floor = unmasked.chance_loss / unmasked.seq_len
     assert floor < unmasked.losses[-1] < floor + 0.15
+
+
+# ---------------------------------------------------------------- 全书：负号
+
+
+# 负号的写法全书统一：正文和 glue 进正文的数一律用 ASCII 的连字符减号“-”（和代码打印的一样）；
+# 公式里的负号由 MathJax 排版，源码里同样是“-”。U+2212（−）、全角的“－”和小号的“﹣”都不用。
+OTHER_MINUS = re.compile("[\u2212\uff0d\ufe63]")
+
+
+def test_other_minus_pattern():
+    assert OTHER_MINUS.search("反向为 \u22121") and OTHER_MINUS.search("\uff0d0.5")
+    assert not OTHER_MINUS.search("反向为 -1，位置 0–4")  # 连字符减号和表示范围的短横线都不算
+
+
+@pytest.mark.parametrize("docname", toc_docnames())
+def test_minus_sign_is_the_ascii_hyphen_minus_in_prose_and_glued_values(built_book, docname):
+    page = load_path(built_book.html / f"{docname}.html")
+    bad = [t.strip()[:60] for t in page.chunks if OTHER_MINUS.search(t)]
+    assert not bad, f"{docname}：这些文字里的负号不是 ASCII 的“-”：{bad}"
+    assert not any(OTHER_MINUS.search(v) for v in page.pasted), page.pasted
+

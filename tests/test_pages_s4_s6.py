@@ -169,6 +169,15 @@ def test_s4_illustration_is_labelled_and_real_heads_are_shown(built_book):
         assert max(weights, key=weights.get) == top, row
     assert re.search(r"头 1[^。]*七成[^。]*cat[^。]*“句法头”[^。]*头 2[^。]*七成[^。]*sat[^。]*“词义头”", page.text), \
         "示意表后面没有把“句法头”“词义头”分别对上头 1（cat）和头 2（sat）"
+    # 这两行数出自本书所依据的中文教程（它编的示意，不是测出来的）：紧挨着表的那一段说明出处并链接到参考资料页
+    doc = soup(page.path)
+    table = doc.find("table", id="tab-s4-illustration")
+    intro = table.find_previous("p")
+    assert "中文教程" in intro.get_text() and "示意" in intro.get_text(), intro.get_text()
+    assert any(a.get("href", "").startswith("references.html") for a in intro.find_all("a")), intro
+    assert "讲多头注意力的材料里常用" not in page.text
+    caption = table.find("caption").get_text()
+    assert "来源教程" in caption and "示意" in caption, caption
     assert_figures(page, {"fig-s4-schematic": "4.1", "fig-s4-heads": "4.2"})
     # 图旁边正文里的每个头的 sat 行，和种子 42 的 mha 算出来的一致
     _, mha = _seeded_x_and(lambda: MultiHeadAttention(8, 2))
@@ -280,6 +289,17 @@ def test_s5_param_counts_and_ffn_share_are_computed(built_book):
     assert _links_to(page, "homework")
 
 
+def test_s5_motivates_the_ffn_with_what_attention_cannot_do(built_book):
+    """注意力在定权重时就能表达“两个条件同时满足”（点积是双线性的）；权重一旦定下，输出对 Value 是线性的。
+    FFN 补上的是每个位置上逐分量的非线性加工。两句话都对着 tests/test_torch_claims_s5_s6_appendix.py 里的计算。"""
+    page = load(built_book, "s5_ffn")
+    first = paragraphs(page)[0]
+    assert "同时成立" in first and "对 Value 就是线性的" in first and "非线性" in first, first
+    assert "不是按比例掺合能表达的" not in page.text
+    answer = self_check(page)[2][1]
+    assert "注意力整体上不是线性的" in answer and "线性组合" in answer, answer
+
+
 def test_s5_ends_with_self_check(built_book):
     pairs = self_check(load(built_book, "s5_ffn"))
     assert 2 <= len(pairs) <= 3, pairs
@@ -351,7 +371,40 @@ def test_s6_layernorm_demo_matches_torch(built_book):
     var_after = Y.var(-1, unbiased=False)
     assert (var_after < 1).all()  # 正文说：方差比 1 小一点点
     assert f"{var_after.min().item():.6f}" in prose
-    assert "BatchNorm" in prose and "批" in prose
+    assert "BatchNorm" in prose and "批次" in prose
+    # 这一节只说 LayerNorm 算什么，并用节号指向后面量给你看的那一节
+    why = _section(soup, "s6-why-ln").find("h2").get_text()
+    number = re.search(r"第 (6\.\d) 节拿一摞 Block 量给你看", prose)
+    assert number and number.group(1) in why, (number, why)
+
+
+def test_s6_stack_without_layernorm_grows_and_with_it_stays_at_one(built_book):
+    from minigpt.experiments import activation_scale
+
+    soup = _s6_soup(built_book)
+    section = _section(soup, "s6-why-ln")
+    r = activation_scale(num_layers=32, seed=42)
+    outputs = "\n".join(o.get_text() for o in section.select("div.cell_output"))
+    for n in (0, 1, 2, 4, 8, 16, 24, 32):
+        row = rf"^\s*{n} \| {r.rms_with_ln[n]:.4f}\s+\| {r.rms_without_ln[n]:.4f}$"
+        assert re.search(row, outputs, re.M), (n, outputs)
+    prose = _prose(section)
+    ratio = r.rms_without_ln[32] / r.rms_without_ln[0]
+    for value in (f"{r.rms_without_ln[0]:.4f}", f"{r.rms_without_ln[8]:.2f}", f"{r.rms_without_ln[16]:.2f}",
+                  f"{r.rms_without_ln[32]:.2f}", f"{ratio:.1f}"):
+        assert value in prose, (value, prose)
+    dev = max(abs(v - 1) for v in r.rms_with_ln[1:])
+    assert f"{dev:.1e}" in prose
+    # 正文的几句结论：有 LayerNorm 时每层都回到 1；没有时一路往上走（中间有起伏），32 层后是输入的好几倍
+    assert "回到 1" in prose and dev < 1e-4
+    assert "一路往上走" in prose and r.rms_without_ln[8] < r.rms_without_ln[16] < r.rms_without_ln[32]
+    if "中间有起伏" in prose:
+        assert any(b < a for a, b in zip(r.rms_without_ln, r.rms_without_ln[1:]))
+    assert ratio > 5
+    assert "def activation_scale" in section.get_text()  # 页面展示的就是包里的那份源码
+    # 小节末尾回头看时引用的也是同一个倍数
+    summary = _prose(_section(soup, "s6-summary"))
+    assert f"{ratio:.1f} 倍" in summary, summary
 
 
 def test_s6_residual_path_table_and_sentences_agree_with_the_computation(built_book):
@@ -427,7 +480,9 @@ def test_summary_links_every_section(built_book):
 def test_references_list_and_are_cited_from_the_pages(built_book):
     page = load(built_book, "references")
     assert page.title.endswith("参考资料")
-    for title in ("Attention is all you need", "The annotated transformer", "Let's build GPT"):
+    for title in ("Attention is all you need", "The annotated transformer", "Let's build GPT",
+                  "Neural machine translation by jointly learning to align and translate",
+                  "Long short-term memory-networks for machine reading", "BERT"):
         assert title.lower() in page.text.lower(), title
     for url in ("arxiv.org/abs/1706.03762", "nlp.seas.harvard.edu", "youtube.com"):
         assert any(url in h for h in page.hrefs), url
@@ -445,6 +500,10 @@ def test_references_list_and_are_cited_from_the_pages(built_book):
     assert "与 Rush 一起" not in prose and "with Sasha Rush" not in prose
     # 每条都给出 URL 或 DOI；唯一的例外是本书所依据的中文教程：它没有已知的网址和作者，条目里明说“作者不详”
     assert all(re.search(r"URL: https://|doi", e) or "作者不详" in e for e in entries), "有参考文献没有给出 URL 或 DOI"
+    # 来源教程的书名照原样（Transformer Block 大写），条目里不混用中文句号和英文句点
+    source = [e for e in entries if "作者不详" in e]
+    assert len(source) == 1 and "Attention 机制与 Transformer Block" in source[0], source
+    assert not [e for e in entries if "。" in e], [e for e in entries if "。" in e]
     cited = set()
     for doc in ("s4_multi_head", "s5_ffn", "s6_block"):
         cited |= {h.split("#")[0] for h in load(built_book, doc).hrefs if "#" in h}

@@ -315,6 +315,8 @@ def test_every_executed_page_shows_its_numbers(docname, built_pdf, text, tex):
     numbers = sorted(set(NUMBER.findall(" ".join(facts.outputs))))
     if not numbers:  # 输出里没有小数的页面（如首页的版本号）：改查输出里的每个词
         numbers = sorted(set(re.findall(r"[A-Za-z0-9][A-Za-z0-9.+]{3,}", " ".join(facts.outputs))))
+    if not numbers:  # 也没有长一点的词（如教师指南打印的分值）：查输出里的每个整数
+        numbers = sorted(set(re.findall(r"\d+", " ".join(facts.outputs))))
     assert numbers, f"{docname} 是执行的页面，HTML 里却没有任何输出"
     # 折行的代码行：断点处印一个 ␣（断在空格处）、下一行开头一个 ↪（pdftotext 取出来是 “,→”）
     unwrapped = text.replace("␣", "").replace(",→", "")

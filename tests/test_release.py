@@ -124,9 +124,9 @@ def test_every_page_carries_opengraph_title_description_and_image(built_book):
 # ---------------------------------------------------------------- make dist
 
 @pytest.fixture(scope="module")
-def dist_dir(built_pdf, tmp_path_factory) -> Path:  # noqa: F811
+def dist_dir(built_pdf, student_site, tmp_path_factory) -> Path:  # noqa: F811
     out = tmp_path_factory.mktemp("dist") / "dist"
-    dist.collect(built_pdf.root, out)
+    dist.collect(built_pdf.root, out, student_site.root)
     return out
 
 
@@ -159,6 +159,19 @@ def test_site_archive_opens_offline_from_index_html(dist_dir, tmp_path):
             assert (page.parent / url.split("?")[0].split("#")[0]).resolve().is_file(), f"{page.name}: 缺 {url}"
         assert pagekit.articles(pagekit.soup(page)), page
     assert (site / CONFIG["book_pdf_on_site"]).is_file()
+
+
+def test_dist_holds_a_student_site_without_solutions_beside_the_full_one(dist_dir, tmp_path):
+    from test_site_student import found, solution_lines
+
+    names = dist.artifact_names(VERSION)
+    lines = solution_lines()
+    for kind, expect_solutions in (("site", True), ("student_site", False)):
+        with zipfile.ZipFile(dist_dir / names[kind]) as zf:
+            zf.extractall(tmp_path / kind)
+        (root,) = (tmp_path / kind).iterdir()
+        assert (root / "book" / "homework.html").is_file() and (root / "book" / "teacher_guide.html").is_file()
+        assert bool(found(root, lines)) is expect_solutions, kind
 
 
 @pytest.mark.slow  # 全新环境里从 sdist 安装

@@ -6,7 +6,11 @@ from __future__ import annotations
 import ast
 import importlib.util
 import logging
+import os
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -221,3 +225,30 @@ def tokenizer():
 def test_jieba_keeps_book_terms_whole(tokenizer, text, term):
     """有词典时，书里的术语被切成一个完整的检索词（没有词典时“因果遮蔽”会变成“因果”“遮蔽”）。"""
     assert term in list(tokenizer.cut_for_search(text))
+
+
+def test_jieba_keeps_its_dictionary_cache_in_the_users_cache_folder_not_in_shared_tmp(tmp_path):
+    """jieba 默认把缓存写到所有用户共用的 /tmp/jieba.cache（0600）：另一个用户先构建过，构建就打印 PermissionError。
+    book_site 把它放进本用户的缓存目录；家目录写不了时放到构建目录旁边。"""
+    script = textwrap.dedent(f"""
+        import sys, types
+        sys.path.insert(0, {str(REPO / "book" / "_ext")!r})
+        import book_site, jieba
+        app = types.SimpleNamespace(doctreedir={str(tmp_path / "out" / ".doctrees")!r})
+        book_site.jieba_cache_of_this_user(app, None)
+        jieba.setLogLevel(60)
+        jieba.initialize()
+        print(jieba.dt.tmp_dir)
+    """)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(tmp_path / "cache" / "minigpt-book")
+    assert (tmp_path / "cache" / "minigpt-book" / "jieba.cache").is_file()
+
+    (tmp_path / "a-file").write_text("")
+    env["XDG_CACHE_HOME"] = str(tmp_path / "a-file" / "cache")  # 建不了（root 也不行）：退到构建目录旁边
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(tmp_path / "out" / ".jieba")
+    assert (tmp_path / "out" / ".jieba" / "jieba.cache").is_file()

@@ -52,3 +52,34 @@ def test_mha_bool_mask_true_means_blocked():
     blocked = torch.triu(torch.ones(5, 5, dtype=torch.bool), diagonal=1)
     _, w = mha(x, x, x, attn_mask=blocked, need_weights=True)
     assert torch.all(w[0][blocked] == 0) and torch.all(w[0][~blocked] > 0)
+
+
+def test_a_score_can_require_two_conditions_while_the_output_stays_linear_in_the_values():
+    """第 5 节：bank 分给 river 的分数是 Query 与 Key 的点积，可以学成只在“发问的像 bank”和“被问的像 river”
+    同时成立时才大（点积对两边各是线性的，乘起来就是“且”）；可权重一旦定下，输出对 Value 是线性的。"""
+    from minigpt.attention import scaled_dot_product_attention, weighted_sum
+
+    bank, river, other = torch.eye(4)[:3]        # 三种 token 的输入向量，各占一个方向
+    e = torch.eye(4)[3]
+    W_Q = 4.0 * torch.outer(bank, e)             # Query = 4·(x·bank)·e
+    W_K = 4.0 * torch.outer(river, e)            # Key   = 4·(x·river)·e
+    X = torch.stack([bank, river, other, river + other])
+    Q, K = X @ W_Q, X @ W_K
+    scores = Q @ K.T
+    assert scores[0, 1] == scores[0, 3] == 16      # 发问的是 bank、被问的带着 river：两个条件都成立
+    assert scores[0, 2] == 0 and scores[0, 0] == 0  # 被问的不像 river
+    assert (scores[1:] == 0).all()                 # 发问的不是 bank：对谁都不加分
+    _, w = scaled_dot_product_attention(Q, K, X)
+    assert w[0, 1] > 0.45 and w[0, 3] > 0.45 and w[0, 2] < 0.01
+    # 权重定下之后，输出对 Value 线性：a·V1 + b·V2 的输出等于两份输出按 a、b 相加
+    V1, V2 = torch.randn(4, 3), torch.randn(4, 3)
+    torch.testing.assert_close(weighted_sum(w, 2.0 * V1 - 3.0 * V2),
+                               2.0 * weighted_sum(w, V1) - 3.0 * weighted_sum(w, V2))
+
+
+def test_rnn_starts_from_a_zero_hidden_state():
+    """附录：不给初始状态时，nn.RNN 读位置 0 之前的隐藏状态是全 0 向量。"""
+    rnn = nn.RNN(4, 8, batch_first=True)
+    x = torch.randn(1, 5, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(rnn(x)[0], rnn(x, torch.zeros(1, 1, 8))[0])

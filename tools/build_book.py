@@ -27,6 +27,11 @@
    被打断的工作进程不会被当成页面失败。下一次构建从全新的 Sphinx 环境开始。
 7. **警告即失败**：总是带 `-W -n --keep-going`。内核启动前先预热 matplotlib 的字体缓存，
    否则新机器上第一次 `import matplotlib` 往 stderr 写的提示会被当成错误。
+8. **学生版**（`--student`）：不带参考答案的网站，给不想让学生提前看到答案的老师。配置与 `_config.yml` 相同，
+   只多一项 sphinx-exercise 的 `hide_solutions: true`（写成 `<输出>/_build/student-config.yml` 交给
+   `jupyter-book build --config`；去掉解答的是本地扩展 book/_ext/book_solutions.py）。默认输出到
+   `_build/student/_build/html`；执行缓存先从本书的 `_build/`（或 `--cache-from` 给的目录）复制（执行键相同时），
+   页面不必再执行一遍。
 """
 
 from __future__ import annotations
@@ -234,6 +239,40 @@ def latex_sources_digest(latex_dir: Path) -> str:
     return digest.hexdigest()
 
 
+STUDENT_CONFIG = "student-config.yml"
+
+
+def write_student_config(root: Path, build_dir: Path) -> Path:
+    """学生版的配置文件：root/_config.yml 加上 sphinx.config.hide_solutions = true。"""
+    import yaml
+
+    config = yaml_load(root / "_config.yml")
+    sphinx = config.setdefault("sphinx", {})
+    sphinx.setdefault("config", {})["hide_solutions"] = True
+    # Jupyter Book 按配置文件所在的文件夹解析本地扩展的路径（其余路径按书的根目录）：写成绝对路径
+    sphinx["local_extensions"] = {name: str((root / path).resolve())
+                                  for name, path in (sphinx.get("local_extensions") or {}).items()}
+    build_dir.mkdir(parents=True, exist_ok=True)
+    target = build_dir / STUDENT_CONFIG
+    text = "# tools/build_book.py --student 生成：_config.yml 加上 hide_solutions（不要手改）\n"
+    text += yaml.safe_dump(config, allow_unicode=True, sort_keys=False)
+    if not target.is_file() or target.read_text(encoding="utf-8") != text:
+        target.write_text(text, encoding="utf-8")
+    return target
+
+
+def seed_execution_cache(source_build: Path, build_dir: Path, key: str) -> bool:
+    """build_dir 还没有执行缓存、而 source_build 有一份执行键相同的：复制过来（页面不必再执行）。"""
+    cache, source = build_dir / ".jupyter_cache", source_build / ".jupyter_cache"
+    key_file = source_build / ".exec-key"
+    if cache.exists() or not source.is_dir() or not key_file.is_file() or key_file.read_text().strip() != key:
+        return False
+    build_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, cache)
+    (build_dir / ".exec-key").write_text(key + "\n")
+    return True
+
+
 def run_child(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
     """在自己的会话里运行一个子进程并等它结束（被打断时由 run() 统一结束它和它的后代）。"""
     proc = children.popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL)
@@ -250,6 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--toc", type=Path, default=None, help="改用另一份目录文件（只构建其中的页面）")
     parser.add_argument("--workers", type=int, default=None,
                         help="预执行的进程数，默认是本机可用的 CPU 数")
+    parser.add_argument("--student", action="store_true",
+                        help="学生版网站：不带参考答案（sphinx-exercise 的 hide_solutions），默认输出到 _build/student/")
+    parser.add_argument("--cache-from", type=Path, default=None, metavar="BUILD_DIR",
+                        help="学生版的执行缓存从这个 _build 目录复制（默认是书的 _build/；执行键不同时不复制）")
     parser.add_argument("--timings", type=Path, default=None,
                         help="把这次构建的计时（每页的内核启动与执行单元、Sphinx、XeLaTeX）写成 JSON（make bench 用）")
     args = parser.parse_args(argv)
@@ -260,17 +303,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[build_book] {exc}", file=sys.stderr)
         return 2
     root = args.root.resolve()
-    out = (args.out or root).resolve()
+    out = (args.out or (root / "_build" / "student" if args.student else root)).resolve()
     build_dir = out / "_build"
     timings: dict = {"pages": [], "phases": {}}
     clock = time.perf_counter()
     env = build_env(root)
+    source_build = (args.cache_from or root / "_build").resolve()
+    if args.student and seed_execution_cache(source_build, build_dir, execution_key(root)):
+        print(f"[build_book] 学生版：执行缓存取自 {source_build}（执行键相同）。", flush=True)
     key_change = invalidate_stale_cache(build_dir, execution_key(root))
     if key_change == "changed":
         print("[build_book] src/minigpt 或依赖有改动：已清空执行缓存，所有页面将重新执行。", flush=True)
     ok_marker = build_dir / f".last-{args.builder}-ok"
     toc = (args.toc or root / "_toc.yml").resolve()
-    extra = [str(toc), str(out)]
+    extra = [str(toc), str(out)] + (["--student"] if args.student else [])
     fingerprint = input_fingerprint(root, args.builder, extra)
     # 空操作：上次这个构建器成功之后，没有任何输入变过、输出还在。什么都不读、什么都不写
     if (not args.fresh and key_change is None and output_exists(build_dir, args.builder)
@@ -309,10 +355,12 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if fresh:
         cmd.append("--all")
-    if args.out:
+    if args.out or args.student:
         cmd += ["--path-output", str(out)]
     if args.toc:
         cmd += ["--toc", str(args.toc.resolve())]
+    if args.student:
+        cmd += ["--config", str(write_student_config(root, build_dir))]
     print("[build_book] jupyter-book " + " ".join(cmd[1:]), flush=True)
     clock = time.perf_counter()
     code = run_child(cmd, root, env)
@@ -391,8 +439,10 @@ def _build_dir_of(argv: list[str] | None) -> Path:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--root", type=Path, default=REPO)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--student", action="store_true")
     known, _ = parser.parse_known_args(argv)
-    return ((known.out or known.root).resolve()) / "_build"
+    default = known.root / "_build" / "student" if known.student else known.root
+    return ((known.out or default).resolve()) / "_build"
 
 
 if __name__ == "__main__":

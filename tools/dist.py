@@ -7,6 +7,8 @@
 
 dist/ 里（<v> 是 minigpt.__version__，唯一的版本号出处）：
 - attention-transformer-block-site-<v>.zip   网站，离线阅读：解压后打开 index.html；
+- attention-transformer-block-student-site-<v>.zip  学生版网站：同一本书，作业页不带参考答案
+  （build_book.py --student，见「教师指南」；它的 PDF 也不带参考答案）；
 - attention-transformer-block-<v>.pdf        整本书的 PDF；
 - attention-transformer-block-notebooks-<v>.zip  全书读者笔记本 + wheel + requirements.txt + README；
 - minigpt-homework-<v>.zip                   作业包；
@@ -44,7 +46,8 @@ def version() -> str:
 
 def artifact_names(v: str) -> dict[str, str]:
     dist = book_release.DISTRIBUTION.replace("-", "_")
-    return {"site": f"{BOOK}-site-{v}.zip", "pdf": f"{BOOK}-{v}.pdf",
+    return {"site": f"{BOOK}-site-{v}.zip", "student_site": f"{BOOK}-student-site-{v}.zip",
+            "pdf": f"{BOOK}-{v}.pdf",
             "notebooks": f"{BOOK}-notebooks-{v}.zip", "homework": f"minigpt-homework-{v}.zip",
             "wheel": f"{dist}-{v}-py3-none-any.whl", "sdist": f"{dist}-{v}.tar.gz"}
 
@@ -91,13 +94,17 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def collect(build_root: Path, out: Path) -> dict[str, Path]:
-    """从 build_root/_build 的网站与 PDF 收集发布文件到 out；返回 {种类: 路径}。"""
+def collect(build_root: Path, out: Path, student_root: Path | None = None) -> dict[str, Path]:
+    """从 build_root/_build 的网站与 PDF、student_root/_build 的学生版网站收集发布文件到 out；
+    返回 {种类: 路径}。student_root 默认是 build_root/student（clean_build 把学生版构建在那里）。"""
     build = build_root / "_build"
     html = build / "html"
+    student = (student_root or build_root / "student") / "_build"
     for marker in (".last-html-ok", ".last-pdflatex-ok"):
         if not (build / marker).exists():
             raise SystemExit(f"[dist] {build} 里没有一次成功的{'网站' if 'html' in marker else ' PDF '}构建（{marker}）")
+    if not (student / ".last-html-ok").exists():
+        raise SystemExit(f"[dist] {student} 里没有一次成功的学生版网站构建（.last-html-ok）")
     v = version()
     names = artifact_names(v)
     if out.exists():
@@ -115,6 +122,8 @@ def collect(build_root: Path, out: Path) -> dict[str, Path]:
         shutil.copy2(source, made[kind])
     made["site"] = out / names["site"]
     zip_site(html, made["site"], f"{BOOK}-{v}")
+    made["student_site"] = out / names["student_site"]
+    zip_site(student / "html", made["student_site"], f"{BOOK}-student-{v}")
     sdist = build_sdist(out)
     if sdist.name != names["sdist"]:
         raise SystemExit(f"[dist] sdist 的文件名是 {sdist.name}，应当是 {names['sdist']}")
@@ -125,7 +134,8 @@ def collect(build_root: Path, out: Path) -> dict[str, Path]:
 
 
 def clean_build(build_root: Path) -> None:
-    """在 build_root 下从零构建网站与 PDF（先删掉整个 build_root：不复用执行缓存，也不复用 Sphinx 环境）。"""
+    """在 build_root 下从零构建网站与 PDF（先删掉整个 build_root：不复用执行缓存，也不复用 Sphinx 环境），
+    再在 build_root/student 下构建学生版的网站与 PDF（执行缓存取自刚才那次构建：同一次发布，页面不再执行一遍）。"""
     if build_root.exists():
         shutil.rmtree(build_root)
     build_root.mkdir(parents=True)
@@ -135,6 +145,12 @@ def clean_build(build_root: Path) -> None:
                                "--out", str(build_root)], cwd=REPO).returncode
         if code != 0:
             raise SystemExit(f"[dist] {builder} 构建失败（退出码 {code}），dist/ 没有更新")
+    for builder in ("html", "pdflatex"):
+        code = subprocess.run([sys.executable, str(script), "--builder", builder, "--student", "--fresh",
+                               "--out", str(build_root / "student"), "--cache-from", str(build_root / "_build")],
+                              cwd=REPO).returncode
+        if code != 0:
+            raise SystemExit(f"[dist] 学生版的 {builder} 构建失败（退出码 {code}），dist/ 没有更新")
     # PDF 构建成功后 build_book.py 把它复制进网站（首页的“下载 PDF”），网站压缩包里因而也有它
 
 

@@ -41,8 +41,9 @@ HEADER = """\
 
 这是《Attention 机制与 Transformer Block》一书「作业」一节的练习本，题目与书中相同，不含参考答案。
 
-**准备**：在作业包的文件夹里运行 `pip install {wheel}`（最好先建一个虚拟环境），\
-装好本书的 Python 包 `minigpt`，检查器就在里面；然后用 Jupyter 打开这个笔记本。
+**准备**：照作业包里 `README.md` 的步骤，先在一个虚拟环境里装好只用 CPU 的 PyTorch，\
+再在作业包的文件夹里运行 `pip install {wheel}`，装好本书的 Python 包 `minigpt`，检查器就在里面；\
+然后用 Jupyter 打开这个笔记本。
 
 **怎么做**：从上往下逐个运行。带 `# TODO` 的单元里有 `None` 占位，换成你的代码再运行；\
 单元最后一行的检查器会告诉你对不对，错了会提示最可能错在哪一步。还没填的时候，\

@@ -5,7 +5,9 @@
 
 1. **中文检索词典用绝对路径。** Sphinx 把 ``html_search_options['dict']`` 按构建时的工作目录解析，
    找不到就悄悄不用。这里按配置目录（``app.confdir``）把它变成绝对路径；文件不存在时发警告
-   （构建带 ``-W``，于是构建失败），而不是让检索默默退化。
+   （构建带 ``-W``，于是构建失败），而不是让检索默默退化。jieba 把词典缓存写在所有用户共用的
+   ``/tmp/jieba.cache``（权限 0600）：别的用户先构建过，这里就读不了也写不了，每次构建多花一秒，还在输出里
+   打印一段 PermissionError 的 traceback。这里把缓存放进本用户的缓存目录（``~/.cache/minigpt-book``）。
 2. **MathJax 离线。** ``mathjax_path`` 在 _config.yml 里指向本站的 ``_static/mathjax/tex-chtml.js``；
    这里在 HTML 构建结束时把 PyPI 包 ``sphinx-mathjax-offline`` 自带的 MathJax 3 复制过去。它不在源目录的
    ``_static`` 里，所以 Jupyter Book 不会把它的几十个 .js 挂到每一页上。（不直接加载那个扩展：它对 PDF
@@ -42,6 +44,10 @@
    而 ``latin_terms`` 是一个列表，装着此前各页出现过的每一个拉丁字母词（重复的也在）：越往后的页越慢，
    本书单是这一项就要一秒左右。这是 Sphinx 代码里的数据结构，配置改不了：这里用 ``app.add_search_language``
    （公开接口）登记一个子类，把它换成集合。判断的结果一样，写出的检索索引逐字节相同（有测试）。
+11. **练习与解答的正文没有重复的 id。** sphinx-exercise 1.2 把每道练习、每份解答的正文都放进一个 id 写死为
+   ``exercise-content`` / ``solution-content`` 的 section（代码里的常量，没有配置项）：一页有两道以上练习时 id
+   重复，HTML 不合规，指向它的链接和 ``aria-labelledby`` 都会指错。没有任何样式或脚本用这两个 id；这里在
+   它之后把它们换成由所在练习的 id 派生、整页唯一的 id（``<练习的 id>-content``）。
 
 扩展点：要给某些页面加脚本（例如交互图的库），在 ``html-page-context`` 里 ``app.add_js_file``，
 库文件在 ``builder-inited`` 时复制进输出目录（不要放进 book/_static：那里的每个 .js 都挂到每一页）；
@@ -52,6 +58,7 @@ from __future__ import annotations
 
 import html
 import importlib
+import os
 import re
 import shutil
 from pathlib import Path
@@ -84,6 +91,24 @@ def absolute_search_dict(app: Sphinx, config) -> None:
         logger.warning(f"[book_site] 中文检索词典不存在：{path}（html_search_options['dict']）")
     options["dict"] = str(path)
     config.html_search_options = options
+
+
+def jieba_cache_of_this_user(app: Sphinx, config) -> None:
+    """jieba 的词典缓存放进本用户的缓存目录，而不是所有用户共用的 /tmp/jieba.cache（见模块说明第 1 条）。"""
+    try:
+        import jieba
+    except ImportError:  # 没有 jieba 时 Sphinx 的中文检索本来就不用它
+        return
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "minigpt-book"
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        usable = os.access(cache, os.W_OK)
+    except OSError:
+        usable = False
+    if not usable:  # 家目录写不了（有的 CI、容器）：放在这次构建的输出目录旁边
+        cache = Path(app.doctreedir).parent / ".jieba"
+        cache.mkdir(parents=True, exist_ok=True)
+    jieba.dt.tmp_dir = str(cache)
 
 
 # ---- 2. 离线 MathJax ------------------------------------------------------------------------
@@ -273,6 +298,31 @@ class FullWidthExerciseParens(SphinxPostTransform):
                 fullwidth_parens(box.children[0])
 
 
+class UniqueExerciseContentIds(SphinxPostTransform):
+    """练习与解答正文那一层 section 的固定 id 换成整页唯一的 id（见模块说明第 11 条）。"""
+
+    default_priority = 25  # sphinx-exercise 在 20–22 建好练习与解答（解答的正文在 21 才放进 section）
+    FIXED = {"exercise-content", "solution-content"}
+
+    def run(self, **kwargs) -> None:
+        from sphinx_exercise.nodes import exercise_enumerable_node, exercise_node, solution_node
+
+        for box in self.document.findall(lambda n: isinstance(
+                n, (exercise_node, exercise_enumerable_node, solution_node))):
+            for section in box.findall(nodes.section):
+                fixed = [i for i in section["ids"] if i in self.FIXED]
+                if not fixed:
+                    continue
+                section["ids"] = [i for i in section["ids"] if i not in self.FIXED]
+                base = box["ids"][0] if box["ids"] else fixed[0]
+                new_id, n = f"{base}-content", 1
+                while new_id in self.document.ids:
+                    n += 1
+                    new_id = f"{base}-content-{n}"
+                section["ids"].append(new_id)
+                self.document.ids[new_id] = section
+
+
 def fullwidth_parens(title: nodes.Element) -> None:
     """title 里最后一对 “ (” … “)” 之间有中文时，把这两个文字节点换成全角括号（就地修改）。"""
     texts = list(title.findall(nodes.Text))
@@ -311,11 +361,13 @@ class FastChinese(SearchChinese):
 def setup(app: Sphinx) -> dict:
     app.add_search_language(FastChinese)
     app.add_post_transform(FullWidthExerciseParens)
+    app.add_post_transform(UniqueExerciseContentIds)
     app.add_config_value("book_pdf_on_site", "book.pdf", "env", types=[str])
     app.add_role("book-pdf", book_pdf_role)
     # pydata-sphinx-theme 在 builder-inited 时把它的 Bootstrap 混入类套在这里登记的写出器上
     app.set_translator("html", CitationListTranslator)
     app.connect("config-inited", absolute_search_dict)
+    app.connect("config-inited", jieba_cache_of_this_user)
     app.connect("html-page-context", offer_notebook_download, priority=500)
     app.connect("html-page-context", chinese_download_menu, priority=502)
     app.connect("html-page-context", page_scripts)

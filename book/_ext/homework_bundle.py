@@ -41,28 +41,63 @@ README = """\
 
 这个文件夹里有：
 
-- `homework_student.ipynb`：作业笔记本，三道题，不含答案；
+- `homework_student.ipynb`：作业笔记本，不含答案；
 - `{wheel}`：本书的 Python 包（pip 里叫 minigpt-book，代码里 `import minigpt`；版本 {version}），检查器就在里面；
 - `README.md`：这份说明。
 
 ## 开始做题
 
-需要 Python 3.11 或更新的版本。在这个文件夹里打开终端：
+需要 Python 3.11 或更新的版本。在这个文件夹里打开终端，按你的系统运行下面四行：建一个虚拟环境、
+进入它、装只用 CPU 的 PyTorch、再装本书的包。
+
+作业只用 CPU，用不到显卡。PyTorch 要先装、而且要装 CPU 版：在 Linux 上直接装本书的包，pip 会从 PyPI
+拉来带 CUDA 库（给 NVIDIA 显卡用）的 PyTorch，一个虚拟环境就有五六个 GB；照下面做，整个环境约 1 GB。
+装本书的包时，pip 看到 PyTorch 已经装好，不会再换一个；它另外装上 numpy 和 matplotlib。
+
+### Linux
 
 ```bash
-python -m venv minigpt-env                # 建议：建一个单独的虚拟环境
-source minigpt-env/bin/activate           # Windows：minigpt-env\\Scripts\\activate
+python3 -m venv minigpt-env
+source minigpt-env/bin/activate
+pip install torch --index-url https://download.pytorch.org/whl/cpu
 pip install {wheel}
 ```
 
-pip 会一并装上 PyTorch 和 matplotlib。然后用 Jupyter 打开 `homework_student.ipynb`
-（还没有 Jupyter：`pip install notebook`，再运行 `jupyter notebook`），从上往下逐个运行。
-带 `# TODO` 的单元里有 `None` 占位，换成你的代码；单元最后一行的检查器会告诉你对不对。
+### macOS
+
+PyPI 上给 macOS 的 PyTorch 本来就只有 CPU 版（在 Apple 芯片上还能用 MPS），直接装：
+
+```bash
+python3 -m venv minigpt-env
+source minigpt-env/bin/activate
+pip install torch
+pip install {wheel}
+```
+
+### Windows
+
+在“命令提示符”（cmd）里：
+
+```bat
+py -m venv minigpt-env
+minigpt-env\\Scripts\\activate.bat
+pip install torch --index-url https://download.pytorch.org/whl/cpu
+pip install {wheel}
+```
+
+在 PowerShell 里，第二行换成 `minigpt-env\\Scripts\\Activate.ps1`。wheel 的文件名要写全：cmd 和 PowerShell
+不会替 pip 展开 `*`。
+
+### 打开笔记本
+
+用 Jupyter 打开 `homework_student.ipynb`（还没有 Jupyter：在同一个虚拟环境里 `pip install notebook`，
+再运行 `jupyter notebook`），从上往下逐个运行。带 `# TODO` 的单元里有 `None` 占位，换成你的代码；
+单元最后一行的检查器会告诉你对不对。以后再做题，先进入虚拟环境（上面的第二行），再启动 Jupyter。
 
 ## 交作业
 
 做完后在 Jupyter 里“重启内核并运行全部”一次，保存，把 `homework_student.ipynb` 交给老师
-（老师可能会请你先把它改名为学号）。
+（老师可能会请你先把它改名为学号）。批改看的是运行结束时每个答案变量的值。
 """
 
 

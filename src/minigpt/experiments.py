@@ -1,7 +1,8 @@
 """书中的数值实验（见第 2 节「缩放」、第 6 节、附录 梯度能否传回远处）。
 
 第 2 节：为什么除以 √d_k——点积方差随 d_k 增长、不缩放时 softmax 饱和。
-第 6 节：只沿残差路径反传，比较 Post-LN 与 Pre-LN。
+第 6 节：一摞 Block 去掉 LayerNorm 后激活有多大；只沿残差路径反传，
+比较 Post-LN 与 Pre-LN。
 附录：从最后一个位置反向传播，看梯度能否传回开头。
 
 两种模型都直接用 PyTorch 自带模块（nn.RNN、nn.MultiheadAttention），种子 42，
@@ -19,7 +20,7 @@ import torch.nn as nn
 from .attention import (
     attention_scores, causal_mask, scale_scores, softmax_weights, to_nn_mha_mask,
 )
-from .layers import FeedForward, MultiHeadAttention
+from .layers import FeedForward, MultiHeadAttention, TransformerBlock
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -249,6 +250,55 @@ def residual_path_gradient(num_layers: int, norm_first: bool,
             h = norm2(h + ffn(h).detach())
     (h * g).sum().backward()  # 顶层输出处的梯度恰好是 g
     return (x.grad.norm() / g.norm()).item()
+
+
+# ------------------------------------ 第 6 节：没有 LayerNorm，激活越摞越大
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActivationScale:
+    """同一摞 Block 带着和去掉 LayerNorm 时，每层输出的均方根（RMS）。
+
+    两个列表的第 0 项是输入 x 的 RMS，第 l 项是第 l 个 Block 之后的 RMS。
+    """
+
+    num_layers: int
+    rms_with_ln: list[float]     # Block 原样：LN(x + 子层(x))
+    rms_without_ln: list[float]  # 同样的参数，只去掉两个 LayerNorm：x + 子层(x)
+
+
+# 第 6 节 Transformer Block「LayerNorm」：为什么 Block 里少不了它
+def activation_scale(num_layers: int = 32, d_model: int = 8,
+                     num_heads: int = 2, seq_len: int = 5,
+                     seed: int = 42) -> ActivationScale:
+    """把同一个 x 送过一摞 Block 两次：一次原样，一次跳过两个 LayerNorm。
+
+    两次用的是同一批 Block（注意力和 FFN 的参数相同），唯一的差别是 LayerNorm。
+    RMS = 全部激活值平方的平均再开方，即一个激活值的典型大小。
+    创建顺序：设种子 → x → 逐个建 Block。只做前向，不算梯度。
+    """
+    torch.manual_seed(seed)
+    x = torch.randn(1, seq_len, d_model)  # [batch, seq, d_model]
+    blocks = [TransformerBlock(d_model, num_heads)
+              for _ in range(num_layers)]
+    mask = causal_mask(seq_len)
+
+    def rms(t: torch.Tensor) -> float:
+        return t.pow(2).mean().sqrt().item()
+
+    with_ln, without_ln = [rms(x)], [rms(x)]
+    a = b = x
+    with torch.no_grad():
+        for block in blocks:
+            # 原样：两个子层各是 LN(x + 子层(x))
+            a = block(a, mask)
+            # 同样的子层，只有残差相加，没有 LayerNorm
+            b = b + block.attn(b, mask)
+            b = b + block.ffn(b)
+            with_ln.append(rms(a))
+            without_ln.append(rms(b))
+    return ActivationScale(num_layers=num_layers, rms_with_ln=with_ln,
+                           rms_without_ln=without_ln)
 
 
 # ---------------------------------------------------------------- 为什么是 √d_k

@@ -1,4 +1,4 @@
-"""批改作业的命令（见「作业」一节的「给教师」）::
+"""批改作业的命令（见「教师指南」一页）::
 
     python -m minigpt.grade 提交.ipynb … [--json 报告.json] [--csv 成绩.csv]
 

@@ -1,4 +1,4 @@
-"""批改作业（见「作业」一节的「给教师」）：``python -m minigpt.grade 提交.ipynb …``。
+"""批改作业（见「教师指南」一页）：``python -m minigpt.grade 提交.ipynb …``。
 
 每份提交关在自己的 bubblewrap 沙箱里，从头运行；答案以纯数据（JSON）传回，批改程序自己判分。
 一个模块一件事：

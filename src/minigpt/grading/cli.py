@@ -1,4 +1,4 @@
-"""命令行：python -m minigpt.grade 提交.ipynb … （见「作业」一节的「给教师」）。"""
+"""命令行：python -m minigpt.grade 提交.ipynb … （见「教师指南」一页）。"""
 
 from __future__ import annotations
 
@@ -11,7 +11,23 @@ from pathlib import Path
 
 from . import report, sandbox
 from .notebook import read_submission
-from .results import student_id
+from .results import limits_record, student_id
+
+# 上限在报告里的名字 → 命令行选项、单位
+_LIMIT_FLAGS = {"timeout": ("--timeout", 1, " 秒"), "notebook_timeout": ("--notebook-timeout", 1, " 秒"),
+                "memory": ("--memory", 2**30, " GiB"), "processes": ("--processes", 1, ""),
+                "disk": ("--disk", 2**30, " GiB")}
+
+
+def limits_change(old: dict, new: dict) -> str:
+    """两组上限哪里不同，例如“--timeout 60 秒 → 4 秒”；旧版报告没有记下上限时说“旧报告没有记下上限”。"""
+    parts = []
+    for key, (flag, unit, word) in _LIMIT_FLAGS.items():
+        if key in old and old[key] != new[key]:
+            parts.append(f"{flag} {old[key] / unit:g}{word} → {new[key] / unit:g}{word}")
+    if old.get("sandboxed", new["sandboxed"]) != new["sandboxed"]:
+        parts.append("沙箱里 → 沙箱外" if old["sandboxed"] else "沙箱外 → 沙箱里")
+    return "，".join(parts) or "旧报告没有记下上限"
 
 
 def _cpus() -> int:
@@ -193,11 +209,15 @@ def main(argv: list[str] | None = None) -> int:
 
     results: list = [None] * len(args.submissions)
     todo = []
+    now = limits_record(limits, sandboxed)
+    other_limits = []
     for i, path in enumerate(args.submissions):
         if previous:
             _, digest, _ = read_submission(path)
             old = previous.get((path.name, digest)) if digest else None
-            if old is not None:
+            if old is not None and old.limits not in (None, now):
+                other_limits.append(old)   # 在别的上限下批改的：时限、内存不同，结果可能不同
+            elif old is not None:
                 old.path = str(path)
                 results[i] = old
                 continue
@@ -206,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume:
         print(f"接着批改：{skipped} 份沿用 {args.json} 里的结果，{len(todo)} 份要批改",
               file=sys.stderr)
+        if other_limits:
+            print(f"其中 {len(other_limits)} 份的旧结果是在另一组上限下批改的"
+                  f"（{limits_change(other_limits[0].limits, now)}），重新批改",
+                  file=sys.stderr)
 
     def save() -> bool:
         if not args.json:

@@ -16,7 +16,7 @@ from ..homework import EXERCISES, HomeworkNotFilled, HomeworkWrong, exercise_inp
 from . import sandbox
 from .answers import MISSING, AnswerFileError, decode_answers, parse_json
 from .notebook import code_cells, read_submission
-from .results import CHECKER_ERRORS, ExerciseResult, Problem, SubmissionResult
+from .results import CHECKER_ERRORS, ExerciseResult, Problem, SubmissionResult, limits_record
 
 ANSWER_NAMES = sorted({n for e in EXERCISES for n in e.answers})
 
@@ -26,6 +26,14 @@ ANSWER_NAMES = sorted({n for e in EXERCISES for n in e.answers})
 # 另一个线程的种子和取数之间（题目数据变了，对的答案被判错），sys.stdout 也可能再换不回来
 # （批改表就打印不出来）。所以判分一次只让一个线程做；它只要几毫秒，沙箱里的运行照样并行。
 JUDGE_LOCK = threading.Lock()
+
+
+def _assignment(exercise) -> re.Pattern:
+    """给这道题的答案变量赋值的一行：score = …、S[i, j] = …、S += …、w1_params, w2_params = …"""
+    names = "|".join(map(re.escape, exercise.answers))
+    other = r"[\w.]+"
+    return re.compile(rf"^[ \t]*(?:{other}[ \t]*,[ \t]*)*(?:{names})\b(?:\[[^\n]*\])?"
+                      rf"(?:[ \t]*,[ \t]*{other})*[ \t]*(?:[-+*/@%&|^]|//|\*\*)?=(?!=)", re.M)
 
 
 def _anchor(cells: list[dict], exercise) -> int | None:
@@ -40,38 +48,43 @@ def _anchor(cells: list[dict], exercise) -> int | None:
         if f"{exercise.checker}(" in cell["source"]:
             found = n
     if found is None:
-        names = "|".join(map(re.escape, exercise.answers))
-        pattern = re.compile(r"^\s*(" + names + r")\s*=", re.M)
+        pattern = _assignment(exercise)
         for n, cell in enumerate(cells):
             if pattern.search(cell["source"]):
                 found = n
     return found
 
 
-def _judge(exercise, answers: dict, inputs: dict, problems: dict[int, Problem],
-           anchor: int | None) -> ExerciseResult:
+def own_cells(cells: list[dict], exercise) -> set[int]:
+    """这道题自己的代码单元（从 0 数）：初始代码那一个，加上给它的答案变量赋值的单元。
+    只有这些单元出的问题算这道题“出错”：别的题出错、后面的单元删掉了变量，都不算在它头上。"""
+    pattern = _assignment(exercise)
+    own = {n for n, cell in enumerate(cells) if pattern.search(cell["source"])}
+    anchor = _anchor(cells, exercise)
+    return own | ({anchor} if anchor is not None else set())
+
+
+WHAT = {"timeout": "超时", "crash": "内核崩溃", "not_run": "没有运行", "limit": "碰到上限"}
+
+
+def _failure(problems: dict[int, Problem], own: set[int], anchor: int | None) -> Problem | None:
+    """这道题自己的单元里出的问题（学生调用检查器报的 HomeworkWrong 之类除外）：
+    初始代码那个单元的优先，否则取最早的一个。"""
+    mine = {n: p for n, p in problems.items()
+            if n in own and not (p.kind == "error" and p.exception in CHECKER_ERRORS)}
+    if not mine:
+        return None
+    return mine.get(anchor) or mine[min(mine)]
+
+
+def _verdict(exercise, answers: dict, inputs: dict) -> ExerciseResult:
+    """只看运行结束时答案变量的值：没有这个变量、还没填、答错还是通过。"""
     mine = {n: answers[n] for n in exercise.answers}
-    empty = [n for n, v in mine.items() if v is MISSING]
-    unfilled = all(v is None or v is Ellipsis or v is MISSING for v in mine.values())
-    if empty or unfilled:
-        relevant = [p for n, p in problems.items()
-                    if (anchor is None or n <= anchor)
-                    and not (p.kind == "error" and p.exception in CHECKER_ERRORS)]
-        if relevant:
-            at_anchor = [p for p in relevant if anchor is not None and p.cell == anchor + 1]
-            p = at_anchor[0] if at_anchor else max(relevant, key=lambda p: p.cell)
-            status = "timeout" if p.kind == "timeout" or p.exception == "NotebookTimeout" \
-                else "error"
-            what = {"timeout": "超时", "crash": "内核崩溃", "not_run": "没有运行",
-                    "limit": "碰到上限"}.get(p.kind, "异常")
-            return ExerciseResult(exercise.key, exercise.title, status,
-                                  f"代码单元 {p.cell} {what}：{p.exception or ''} "
-                                  f"{p.message}".strip(),
-                                  p.exception, p.cell)
-        if empty:
-            return ExerciseResult(exercise.key, exercise.title, "not_attempted",
-                                  f"运行结束时没有变量 {'、'.join(empty)}（被删除了，"
-                                  "或者从来没有定义）")
+    gone = [n for n, v in mine.items() if v is MISSING]
+    if gone:
+        return ExerciseResult(exercise.key, exercise.title, "missing",
+                              f"运行结束时没有变量 {'、'.join(gone)}（从来没有定义，或者被后面的单元"
+                              "删除了）：批改看的是运行结束时答案变量的值")
     sink = io.StringIO()
     try:
         with contextlib.redirect_stdout(sink):
@@ -85,6 +98,23 @@ def _judge(exercise, answers: dict, inputs: dict, problems: dict[int, Problem],
         return ExerciseResult(exercise.key, exercise.title, "error",
                               f"检查器出错：{name}: {err}", name)
     return ExerciseResult(exercise.key, exercise.title, "passed", message)
+
+
+def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Problem],
+                   cells: list[dict]) -> ExerciseResult:
+    """一道小题的结果。答案的最终值对了就是通过；否则，这道题自己的单元出了问题（异常、超时、崩溃、
+    没有运行）就是“出错”或“超时”，写明第几个单元；再否则是值本身的结论（没有这个变量、未作答、答错）。"""
+    verdict = _verdict(exercise, answers, inputs)
+    if verdict.status == "passed":
+        return verdict
+    p = _failure(problems, own_cells(cells, exercise), _anchor(cells, exercise))
+    if p is None:
+        return verdict
+    status = "timeout" if p.kind == "timeout" or p.exception == "NotebookTimeout" else "error"
+    what = WHAT.get(p.kind, "异常")
+    return ExerciseResult(exercise.key, exercise.title, status,
+                          f"代码单元 {p.cell} {what}：{p.exception or ''} {p.message}".strip(),
+                          p.exception, p.cell)
 
 
 def _all_error(result: SubmissionResult, message: str, ename: str) -> SubmissionResult:
@@ -135,6 +165,7 @@ def grade_submission(path: Path, limits: sandbox.Limits | None = None, *,
         request = json.dumps({"sources": [c["source"] for c in cells],
                               "names": ANSWER_NAMES}).encode("utf-8")
         base = Path(tempfile.mkdtemp(prefix="minigpt-grade-"))
+        result.limits = limits_record(limits, sandboxed)   # 从这里起，结果取决于上限
         try:
             outcome = sandbox.run(request, limits, sandboxed, base)
             if outcome.returncode is None:
@@ -177,7 +208,7 @@ def grade_submission(path: Path, limits: sandbox.Limits | None = None, *,
             result.notes.append(f"运行结束时笔记本还留着 {leftover} 个进程，已随沙箱全部结束")
         with JUDGE_LOCK:
             inputs = exercise_inputs()
-            result.exercises = [_judge(e, answers, inputs, problems, _anchor(cells, e))
+            result.exercises = [judge_exercise(e, answers, inputs, problems, cells)
                                 for e in EXERCISES]
         result.graded = True
         result.cell_problems = [problems[n] for n in sorted(problems)]

@@ -10,7 +10,8 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-from .results import STATUS_TEXT, SubmissionResult, exercises, short_name, total_points
+from .results import (CHECKER_ERRORS, STATUS_TEXT, SubmissionResult, exercises, short_name,
+                      total_points)
 
 
 def visible(text: str) -> str:
@@ -88,15 +89,30 @@ def format_table(results: list[SubmissionResult], timeout: float,
         lines.append("".join(_pad(c, w) for c, w in zip(row, widths)).rstrip())
     lines += ["", "详情（通过的题不列出）："]
     for r in results:
-        notes = []
-        if r.problem:
-            notes.append(f"  无法批改：{r.problem}")
+        notes = details(r)
+        if notes:
+            lines.append(_name(r))
+            lines += [visible(n) for n in notes]
+    return "\n".join(lines)
+
+
+def details(r: SubmissionResult) -> list[str]:
+    """表下一份提交的详情，每个问题只说一次：整份无法批改时只说原因；没通过的小题各一行
+    （说明里已经写了它自己那个单元的问题），没作答的小题合成一行；不属于任何小题的单元问题各一行。
+    学生自己调用检查器报的 HomeworkWrong、HomeworkNotFilled 不另列：那道题的结果说的就是它。"""
+    notes = []
+    if not r.graded or r.problem:
+        notes.append(f"  无法批改：{r.problem}")
+    else:
         for e in r.exercises:
-            if e.status != "passed" and not r.problem:
+            if e.status not in ("passed", "not_attempted"):
                 notes.append(f"  {short_name(e.key)} {STATUS_TEXT[e.status]}：{e.message}")
-        named = {e.cell for e in r.exercises}
+        blank = [short_name(e.key) for e in r.exercises if e.status == "not_attempted"]
+        if blank:
+            notes.append("  未作答：" + ("全部小题" if len(blank) == len(r.exercises) else "、".join(blank)))
+        named = {e.cell for e in r.exercises if e.cell is not None}
         for p in r.cell_problems:
-            if p.cell in named:
+            if p.cell in named or p.exception in CHECKER_ERRORS and p.kind == "error":
                 continue
             if p.kind in ("timeout", "crash"):
                 notes.append(f"  （代码单元 {p.cell}：{p.message}，之后换了新内核，"
@@ -104,15 +120,12 @@ def format_table(results: list[SubmissionResult], timeout: float,
             elif p.kind in ("limit", "error"):
                 what = f"{p.exception} " if p.exception else ""
                 notes.append(f"  （代码单元 {p.cell}：{what}{p.message}）")
-        for note in r.notes:
-            if note != "kernel_failed":
-                notes.append(f"  （{note}）")
-        if not r.sandboxed:
-            notes.append("  （没有在沙箱里运行：--no-sandbox）")
-        if notes:
-            lines.append(_name(r))
-            lines += [visible(n) for n in notes]
-    return "\n".join(lines)
+    for note in r.notes:
+        if note != "kernel_failed":
+            notes.append(f"  （{note}）")
+    if not r.sandboxed:
+        notes.append("  （没有在沙箱里运行：--no-sandbox）")
+    return notes
 
 
 def to_json(results: list[SubmissionResult], options: dict) -> dict:
@@ -125,6 +138,19 @@ def to_json(results: list[SubmissionResult], options: dict) -> dict:
     }
 
 
+def current_umask() -> int:
+    """本进程的 umask（Linux 从 /proc/self/status 读，不必改它；别处先设再改回）。"""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
     """先写同一文件夹里的临时文件再改名：读的人只会看到旧的或新的完整文件。
 
@@ -133,6 +159,9 @@ def write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp 建的文件是 0600：换成新建文件本该有的权限（0666 去掉教师的 umask），
+        # 用 sudo 批改时，教师自己的账号也打得开报告
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "w", encoding=encoding, errors="backslashreplace", newline="") as f:
             f.write(text)
             f.flush()
@@ -161,13 +190,18 @@ def read_json(path: Path) -> dict[tuple[str, str], SubmissionResult]:
 
 
 def to_csv(results: list[SubmissionResult]) -> str:
-    """成绩册用的 CSV：学号（文件名去掉 .ipynb）、每道小题的得分、总分、状态。"""
+    """成绩册用的 CSV：学号（文件名去掉 .ipynb）、每道小题的得分、总分、状态。
+    无法批改的提交（文件读不了、答案文件不合格、沙箱没有正常结束……）得分各格留空，原因写在状态里：
+    成绩册里空着的格子是“还没有成绩”，0 分却是一个成绩。"""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n")
     w.writerow(["学号"] + [f"{short_name(e.key)}（{e.points} 分）" for e in exercises()]
                + [f"总分（{total_points()} 分）", "状态"])
     for r in results:
         got = {e.key: e.status == "passed" for e in r.exercises}
-        w.writerow([_cell(r.student_id)] + [e.points if got.get(e.key) else 0 for e in exercises()]
-                   + [r.points, _cell(status_of(r))])
+        if r.graded:
+            scores = [e.points if got.get(e.key) else 0 for e in exercises()] + [r.points]
+        else:
+            scores = [""] * (len(exercises()) + 1)
+        w.writerow([_cell(r.student_id)] + scores + [_cell(status_of(r))])
     return "\ufeff" + buf.getvalue()

@@ -1,15 +1,16 @@
-"""批改结果的数据：每道小题一格、每个出问题的代码单元一条、每份提交一行（见「作业」一节的「给教师」）。"""
+"""批改结果的数据：每道小题一格、每个出问题的代码单元一条、每份提交一行（见「教师指南」一页）。"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
+# 每道小题的结果只看运行结束时答案变量的值和这道题自己的代码单元（judge.py）
 STATUS_TEXT = {"passed": "通过", "wrong": "答错", "not_attempted": "未作答",
-               "error": "出错", "timeout": "超时"}
-# 学生自己调用检查器报的错，不算“出错”
+               "missing": "没有这个变量", "error": "出错", "timeout": "超时"}
+# 学生自己调用检查器报的错，不算“出错”：这道题的结果已经说了同一件事
 CHECKER_ERRORS = {"HomeworkWrong", "HomeworkNotFilled"}
-# 表格和 CSV 里小题的短名
-SHORT = {"1a": "1(一)", "1b": "1(二)", "2a": "2(一)", "2b": "2(二)", "3": "3"}
+_ORDINALS = "一二三四五六七八九十"
 
 
 def exercises() -> tuple:
@@ -22,7 +23,11 @@ def exercises() -> tuple:
 
 
 def short_name(key: str) -> str:
-    return SHORT.get(key, key)
+    """表格和 CSV 里小题的短名：1a → 1(一)、2b → 2(二)、3 → 3（编号是数字加一个小写字母时）。"""
+    found = re.fullmatch(r"(\d+)([a-j])", key)
+    if found:
+        return f"{found[1]}({_ORDINALS[ord(found[2]) - ord('a')]})"
+    return key
 
 
 def student_id(path: str) -> str:
@@ -39,7 +44,7 @@ def total_points() -> int:
 class ExerciseResult:
     key: str
     title: str
-    status: str                 # passed / wrong / not_attempted / error / timeout
+    status: str                 # passed / wrong / not_attempted / missing / error / timeout
     message: str = ""
     exception: str | None = None
     cell: int | None = None     # 第几个代码单元（从 1 数）
@@ -66,6 +71,9 @@ class SubmissionResult:
     notes: list[str] = field(default_factory=list)   # 沙箱报告的其他情况（留下的进程……）
     started: float = 0.0        # 开始、结束时刻（time.time()），报告里用来看并行
     finished: float = 0.0
+    # 在什么上限下运行的（时限、内存……、是否在沙箱里）；笔记本没有运行（文件读不了）时为 None。
+    # --resume 只沿用上限与这次相同的结果
+    limits: dict | None = None
 
     @property
     def student_id(self) -> str:
@@ -92,7 +100,7 @@ class SubmissionResult:
                               for e in self.exercises},
                 "cell_problems": [asdict(p) for p in self.cell_problems],
                 "notes": list(self.notes),
-                "started": self.started, "finished": self.finished}
+                "started": self.started, "finished": self.finished, "limits": self.limits}
 
     @classmethod
     def from_json(cls, data: dict) -> "SubmissionResult":
@@ -107,4 +115,21 @@ class SubmissionResult:
                    sha256=str(data["sha256"]), sandboxed=bool(data["sandboxed"]),
                    notes=[str(n) for n in data.get("notes", [])],
                    started=float(data.get("started", 0)),
-                   finished=float(data.get("finished", 0)))
+                   finished=float(data.get("finished", 0)),
+                   limits=_limits(data.get("limits", "没有记下")))
+
+
+def _limits(raw) -> dict | None:
+    """报告里记下的上限：{名字: 数}；旧版报告没有这一项时当作“不知道”，与任何上限都不同。"""
+    if raw is None:
+        return None
+    if raw == "没有记下":
+        return {"unknown": 1.0}
+    if not isinstance(raw, dict):
+        raise ValueError("上限的格式不对")
+    return {str(k): float(v) for k, v in raw.items()}
+
+
+def limits_record(limits, sandboxed: bool) -> dict:
+    """一次运行的上限，写进结果里（--resume 拿它和这次的比）。"""
+    return {**{k: float(v) for k, v in asdict(limits).items()}, "sandboxed": float(sandboxed)}

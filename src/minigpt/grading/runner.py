@@ -1,4 +1,4 @@
-"""在沙箱里运行一份笔记本（见「给教师」）：由批改程序在 bubblewrap 里启动，不直接给人用。
+"""在沙箱里运行一份笔记本（见「教师指南」）：由批改程序在 bubblewrap 里启动，不直接给人用。
 
     python -m minigpt.grading.runner --timeout 秒 --notebook-timeout 秒 … < 代码单元.json
 

@@ -1,4 +1,4 @@
-"""把 runner 关进 bubblewrap 沙箱里运行（见「给教师」里“沙箱挡住了什么”）。
+"""把 runner 关进 bubblewrap 沙箱里运行（见「教师指南」的「沙箱」一节）。
 
 沙箱里：
 - 文件系统只读（沙箱的根和 /dev 也改成只读），只看得到 /usr、Python 解释器、虚拟环境和 minigpt 包；

@@ -1,0 +1,242 @@
+"""批改报告给教师用：每道小题的结果只看它自己的单元，每个问题只说一次，报告文件按教师的 umask 建，
+无法批改的提交在 CSV 里留空，--resume 不沿用在别的上限下批改的结果。
+
+判分的部分不启动内核：学生版笔记本的代码单元在本进程里依次 exec（和学生内核里一样，出错照样往下），
+记下每个单元的异常，再取答案变量交给 judge——批改程序在沙箱外做的正是这一步。沙箱里的同一批情况见
+tests/test_homework_grade.py 的 error_then_untouched、deleted_after_error。
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import importlib.util
+import io
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import REPO
+from minigpt.grading import cli, report
+from minigpt.grading.answers import MISSING
+from minigpt.grading.judge import judge_exercise
+from minigpt.grading.notebook import code_cells
+from minigpt.grading.results import ExerciseResult, Problem, SubmissionResult, limits_record, short_name
+from minigpt.grading.sandbox import Limits
+from minigpt.homework import EXERCISES, exercise_inputs
+
+SUBMISSIONS = REPO / "tests" / "fixtures" / "submissions"
+_spec = importlib.util.spec_from_file_location("make_student_notebook", REPO / "tools" / "make_student_notebook.py")
+tool = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tool)
+
+
+def _starter(cell) -> str | None:
+    return next((t[len("hw-starter-"):] for t in cell["metadata"].get("tags", []) if t.startswith("hw-starter-")),
+                None)
+
+
+def _notebook(answers: dict[str, str], extra_after: dict[str, str] | None = None, last: str | None = None):
+    """学生版笔记本的代码单元：按题号换掉初始代码，可在某题之后插一个单元、在最后加一个单元。"""
+    nb = nbformat.read(REPO / "book" / "homework_student.ipynb", as_version=4)
+    cells = code_cells(nb)
+    out = []
+    for cell in cells:
+        key = _starter(cell)
+        out.append({**cell, "source": answers.get(key, cell["source"]) if key else cell["source"]})
+        if key and extra_after and key in extra_after:
+            out.append({"source": extra_after[key], "metadata": {}})
+    if last:
+        out.append({"source": last, "metadata": {}})
+    return out
+
+
+def _grade(cells) -> tuple[list[ExerciseResult], dict[int, Problem]]:
+    """在本进程里依次运行每个单元（出错照样往下），再像批改程序那样判每道小题。"""
+    namespace: dict = {}
+    problems = {}
+    for n, cell in enumerate(cells):
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(cell["source"], f"<cell {n + 1}>", "exec"), namespace)
+        except Exception as err:  # noqa: BLE001  学生的单元抛什么都记下
+            problems[n] = Problem(n + 1, "error", type(err).__name__, str(err).splitlines()[0][:160])
+    names = {n for e in EXERCISES for n in e.answers}
+    answers = {n: namespace.get(n, MISSING) for n in names}
+    inputs = exercise_inputs()
+    return [judge_exercise(e, answers, inputs, problems, cells) for e in EXERCISES], problems
+
+
+def _by_key(results) -> dict[str, ExerciseResult]:
+    return {r.key: r for r in results}
+
+
+def test_an_exception_in_the_first_part_leaves_every_untouched_part_not_attempted():
+    first = EXERCISES[0]
+    cells = _notebook({first.key: "score = undefined_name"})
+    results, _ = _grade(cells)
+    got = _by_key(results)
+    assert got[first.key].status == "error" and got[first.key].exception == "NameError"
+    assert {r.status for r in results[1:]} == {"not_attempted"}, [(r.key, r.status) for r in results]
+
+
+def test_a_correct_part_deleted_later_is_missing_and_not_blamed_on_an_earlier_cells_error():
+    solutions = tool.solutions()
+    first, last = EXERCISES[0], EXERCISES[-1]
+    cells = _notebook({**solutions, first.key: "score = undefined_name"},
+                      last="del " + ", ".join(last.answers))
+    got = _by_key(_grade(cells)[0])
+    assert got[first.key].status == "error"
+    assert got[last.key].status == "missing" and got[last.key].exception is None
+    assert "NameError" not in got[last.key].message and "运行结束时没有变量" in got[last.key].message
+    assert {got[e.key].status for e in EXERCISES[1:-1]} == {"passed"}
+
+
+def test_an_error_in_a_cell_that_assigns_the_answer_is_this_parts_error():
+    """学生把答案写在自己加的单元里，这个单元出错：算这道题“出错”，写明是哪个单元。"""
+    solutions = tool.solutions()
+    first = EXERCISES[0]
+    cells = _notebook({**solutions, first.key: "pass"},
+                      extra_after={first.key: "score = (q * k).sum() / undefined_name"})
+    got = _by_key(_grade(cells)[0])
+    own = next(n for n, c in enumerate(cells) if "undefined_name" in c["source"]) + 1
+    assert got[first.key].status == "error" and got[first.key].cell == own
+    assert f"代码单元 {own}" in got[first.key].message
+
+
+def test_the_final_value_counts_even_after_the_checker_complained():
+    solutions = tool.solutions()
+    first = EXERCISES[0]
+    cells = _notebook({**solutions, first.key: "score = q * k\ncheck_dot_score(score, q, k, Q, K)"},
+                      extra_after={first.key: "score = (q * k).sum()"})
+    results, problems = _grade(cells)
+    assert any(p.exception == "HomeworkWrong" for p in problems.values())
+    r = SubmissionResult("s.ipynb", True, exercises=results, cell_problems=[problems[n] for n in sorted(problems)])
+    assert r.passed == len(EXERCISES)
+    assert report.details(r) == [], "通过的题旁边不该有检查器当时的抱怨"
+
+
+def test_an_empty_notebook_gets_one_detail_line_not_one_per_part_and_per_checker():
+    results, problems = _grade(_notebook({}))
+    r = SubmissionResult("s.ipynb", True, exercises=results, cell_problems=[problems[n] for n in sorted(problems)])
+    assert len(problems) >= 1 and {p.exception for p in problems.values()} == {"HomeworkNotFilled"}
+    assert report.details(r) == ["  未作答：全部小题"]
+
+
+def test_each_problem_is_listed_once_in_the_details():
+    """一道题自己的单元出错：只在那道题的一行里说；不属于任何题的单元出错：单独一行。"""
+    solutions = tool.solutions()
+    first = EXERCISES[0]
+    cells = _notebook({**solutions, first.key: "score = undefined_name"}, last="1 / 0")
+    results, problems = _grade(cells)
+    r = SubmissionResult("s.ipynb", True, exercises=results, cell_problems=[problems[n] for n in sorted(problems)])
+    lines = report.details(r)
+    assert sum("NameError" in line for line in lines) == 1
+    assert sum("ZeroDivisionError" in line for line in lines) == 1 and len(lines) == 2, lines
+
+
+def test_short_names_follow_the_exercise_keys():
+    assert [short_name(k) for k in ("1a", "1b", "2a", "3", "4c", "10b")] == [
+        "1(一)", "1(二)", "2(一)", "3", "4(三)", "10(二)"]
+    assert all(short_name(e.key) for e in EXERCISES)
+
+
+# ---------------------------------------------------------------- CSV、文件权限
+
+def _ungradable(name: str, reason: str) -> SubmissionResult:
+    return SubmissionResult(f"/subs/{name}.ipynb", False, problem=reason,
+                            exercises=[ExerciseResult(e.key, e.title, "error", reason, "X") for e in EXERCISES])
+
+
+def test_ungradable_rows_have_blank_scores_and_the_reason_in_the_status_column():
+    done = SubmissionResult("/subs/2024001.ipynb", True, exercises=[
+        ExerciseResult(e.key, e.title, "wrong") for e in EXERCISES])
+    rows = list(csv.reader(io.StringIO(report.to_csv([done, _ungradable("2024002", "文件不存在")])[1:])))
+    assert rows[1][1:-1] == ["0"] * (len(EXERCISES) + 1)
+    assert rows[2][1:-1] == [""] * (len(EXERCISES) + 1) and rows[2][-1] == "无法批改：文件不存在"
+
+
+@pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664)])
+def test_report_files_are_created_with_the_teachers_umask(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        assert report.current_umask() == umask
+        report.write_json(tmp_path / "r.json", [_ungradable("a", "x")], {})
+        report.write_atomic(tmp_path / "g.csv", "学号\r\n")
+    finally:
+        os.umask(old)
+    for name in ("r.json", "g.csv"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == mode, name
+
+
+def test_the_grader_writes_json_and_csv_readable_by_the_group_under_umask_027(tmp_path):
+    """以前报告是 0600：用 sudo 批改，教师自己的账号打不开。这里真的运行批改程序（坏的 JSON，不用内核）。"""
+    shutil.copy(SUBMISSIONS / "invalid_json.ipynb", tmp_path / "a.ipynb")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-m", "minigpt.grade", "--no-sandbox", "a.ipynb", "--json", "r.json",
+                           "--csv", "g.csv"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+                          preexec_fn=lambda: os.umask(0o027))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert {n: stat.S_IMODE((tmp_path / n).stat().st_mode) for n in ("r.json", "g.csv")} == {
+        "r.json": 0o640, "g.csv": 0o640}
+
+
+# ---------------------------------------------------------------- --resume 与上限
+
+def test_a_result_remembers_its_limits_through_the_json_report(tmp_path):
+    r = _ungradable("a", "x")
+    r.sha256 = "ab" * 32
+    r.limits = limits_record(Limits(timeout=4), sandboxed=True)
+    report.write_json(tmp_path / "r.json", [r], {})
+    back = next(iter(report.read_json(tmp_path / "r.json").values()))
+    assert back.limits == r.limits == limits_record(Limits(timeout=4.0), True)
+    assert back.limits != limits_record(Limits(timeout=60), True)
+    assert back.limits != limits_record(Limits(timeout=4), False)
+
+
+def test_a_report_from_before_limits_were_recorded_counts_as_other_limits(tmp_path):
+    r = _ungradable("a", "x")
+    r.sha256 = "ab" * 32
+    report.write_json(tmp_path / "r.json", [r], {})
+    data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    del data["submissions"][0]["limits"]
+    (tmp_path / "r.json").write_text(json.dumps(data), encoding="utf-8")
+    back = next(iter(report.read_json(tmp_path / "r.json").values()))
+    assert back.limits not in (None, limits_record(Limits(), True))
+    assert cli.limits_change(back.limits, limits_record(Limits(), True)) == "旧报告没有记下上限"
+
+
+def test_the_change_of_limits_is_said_with_the_options_names():
+    old, new = limits_record(Limits(timeout=60, memory=2**31), True), limits_record(Limits(timeout=4), False)
+    assert cli.limits_change(old, new) == "--timeout 60 秒 → 4 秒，沙箱里 → 沙箱外"
+
+
+@pytest.mark.kernel
+def test_resume_regrades_a_result_made_under_another_timeout_and_reuses_one_made_under_the_same(tmp_path):
+    from minigpt.grading import sandbox
+
+    sandboxed = not sandbox.unavailable()
+    shutil.copy(SUBMISSIONS / "placeholders.ipynb", tmp_path / "a.ipynb")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    base = [sys.executable, "-m", "minigpt.grade", "a.ipynb", "--json", "r.json"] + ([] if sandboxed else
+                                                                                      ["--no-sandbox"])
+
+    def run(*extra):
+        proc = subprocess.run(base + list(extra), capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return proc, json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["submissions"][0]
+
+    _, first = run("--timeout", "20")
+    assert first["graded"] and first["limits"]["timeout"] == 20
+    proc, second = run("--timeout", "21", "--resume")
+    assert "0 份沿用" in proc.stderr and "另一组上限" in proc.stderr and "--timeout 20 秒 → 21 秒" in proc.stderr
+    assert second["limits"]["timeout"] == 21 and second["started"] > first["finished"]
+    proc, third = run("--timeout", "21", "--resume")
+    assert "1 份沿用" in proc.stderr and "另一组上限" not in proc.stderr and third == second

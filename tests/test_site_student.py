@@ -1,0 +1,102 @@
+"""学生版网站（tools/build_book.py --student，见「教师指南」）：作业页的参考答案从网站的每一处消失，其余照旧。
+
+参考答案的“指纹”取自作业页的源文件：解答指令（solution-start … solution-end）里的每一行，去掉学生版笔记本
+（初始代码）和其他页面里也有的行，剩下的只属于参考答案。整本书的网站里找得到它们（所以这项检查会失败），
+学生版网站的任何文件里——网页、检索索引、.md 源文件、读者笔记本、两个 zip 里的文件——都找不到。
+"""
+
+from __future__ import annotations
+
+import html
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, toc_docnames
+from pagekit import soup
+
+sys.path.insert(0, str(REPO / "book" / "_ext"))
+import book_solutions  # noqa: E402
+
+TEXT_SUFFIXES = (".html", ".js", ".md", ".txt", ".ipynb", ".json")
+
+
+def solution_lines() -> set[str]:
+    """只在作业页的参考答案里出现的行（代码与文字）。"""
+    page = (REPO / "book" / "homework.md").read_text(encoding="utf-8")
+    kept = book_solutions.strip_solutions(page)
+    removed = [m.group(0) for m in book_solutions.SOLUTION_SOURCE.finditer(page)]
+    assert removed and len(kept) < len(page), "作业页上找不到解答指令"
+    elsewhere = [kept, (REPO / "book" / "homework_student.ipynb").read_text(encoding="utf-8")]
+    elsewhere += [p.read_text(encoding="utf-8") for p in (REPO / "book").glob("*.md") if p.name != "homework.md"]
+    lines = {line.strip() for block in removed for line in block.splitlines()}
+    return {line for line in lines
+            if len(line) >= 12 and not line.startswith(("```", ":::", ":class:", "#"))
+            and not any(line in text for text in elsewhere)}
+
+
+def texts(site: Path):
+    """网站里每个文本文件（连同 zip 里的）：(名字, 文字)。"""
+    for path in sorted(p for p in site.rglob("*") if p.is_file()):
+        if path.suffix == ".zip":
+            with zipfile.ZipFile(path) as zf:
+                for name in zf.namelist():
+                    if name.endswith(TEXT_SUFFIXES):
+                        yield f"{path.name}:{name}", zf.read(name).decode("utf-8", errors="ignore")
+        elif path.suffix in TEXT_SUFFIXES:
+            yield path.relative_to(site).as_posix(), path.read_text(encoding="utf-8", errors="ignore")
+
+
+def found(site: Path, lines: set[str]) -> dict[str, set[str]]:
+    hits: dict[str, set[str]] = {}
+    for name, text in texts(site):
+        unescaped = html.unescape(text)
+        for line in lines:
+            if line in text or line in unescaped:
+                hits.setdefault(name, set()).add(line)
+    return hits
+
+
+def test_strip_solutions_removes_gated_and_plain_solution_directives_and_nothing_else():
+    text = ("前\n\n```{solution-start} ex\n:class: dropdown\n```\n答案文字\n\n```{code-cell} ipython3\nx = 1\n```\n\n"
+            "```{solution-end}\n```\n中\n\n:::{solution} ex2\n另一个答案\n:::\n后\n")
+    note = book_solutions.HIDDEN_NOTE
+    assert book_solutions.strip_solutions(text) == f"前\n\n{note}\n中\n\n{note}\n后\n"
+
+
+@pytest.mark.book
+def test_the_student_site_has_no_solution_text_anywhere_and_the_full_site_has_it(built_book, student_site):
+    lines = solution_lines()
+    assert len(lines) >= 5, lines
+    full = found(built_book.html, lines)
+    assert "book/homework.html" in full and set().union(*full.values()) == lines, "整本书的网站里应当有每一行参考答案"
+    assert found(student_site.html, lines) == {}
+
+
+@pytest.mark.book
+def test_the_student_site_keeps_every_page_exercise_and_starter_cell(built_book, student_site):
+    missing = [d for d in toc_docnames() if not (student_site.html / f"{d}.html").is_file()]
+    assert missing == []
+    full, student = soup(built_book.html / "book" / "homework.html"), soup(student_site.html / "book" / "homework.html")
+    assert student.select("div.solution") == [] and len(full.select("div.solution")) >= 3
+    notes = [p.get_text(strip=True) for p in student.select("article p.solution-hidden")]
+    assert notes == [book_solutions.HIDDEN_NOTE] * len(full.select("div.solution"))
+    assert [e.get("id") for e in student.select("div.exercise")] == [e.get("id") for e in full.select("div.exercise")]
+    starters = [c.get("class") for c in full.select("div.cell") if any(k.startswith("tag_hw-starter-") for k in c["class"])]
+    assert starters and starters == [c.get("class") for c in student.select("div.cell")
+                                     if any(k.startswith("tag_hw-starter-") for k in c["class"])]
+    assert (student_site.html / "minigpt-homework.zip").is_file()
+
+
+@pytest.mark.book
+def test_the_student_build_is_hide_solutions_on_top_of_the_books_own_config(student_site):
+    import yaml
+
+    generated = yaml.safe_load((student_site.root / "_build" / "student-config.yml").read_text(encoding="utf-8"))
+    own = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    assert generated["sphinx"]["config"].pop("hide_solutions") is True
+    assert {k: Path(v) for k, v in generated["sphinx"].pop("local_extensions").items()} == {
+        k: (REPO / v).resolve() for k, v in own["sphinx"].pop("local_extensions").items()}
+    assert generated == own
