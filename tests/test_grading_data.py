@@ -94,7 +94,7 @@ def _result(name: str, statuses: list[str]) -> SubmissionResult:
 
 
 def test_report_json_is_read_back_for_resume_and_a_foreign_file_is_refused(tmp_path):
-    rows = [_result("2024001", ["passed"] * 5), _result("2024002", ["wrong"] * 5)]
+    rows = [_result("2024001", ["passed"] * len(EXERCISES)), _result("2024002", ["wrong"] * len(EXERCISES))]
     path = tmp_path / "r.json"
     report.write_json(path, rows, {"timeout_seconds": 30})
     back = report.read_json(path)

@@ -27,7 +27,10 @@ def _right_answers() -> dict:
     return {"score": (x["q"] * x["k"]).sum(), "S": x["Q"] @ x["K"].T, "mask": mask,
             "weights": torch.softmax(x["scores"].masked_fill(mask == 0, float("-inf")), dim=-1),
             "w1_params": h * d_ff + d_ff, "w2_params": d_ff * h + h,
-            "total_params": 2 * h * d_ff + d_ff + h}
+            "total_params": 2 * h * d_ff + d_ff + h,
+            "heads": x["x"].view(1, 3, 2, 4).transpose(1, 2), "merged": x["x"],
+            "attn_out": x["mha"](x["x"], mask), "block_out": x["block"](x["x"], mask),
+            "ln_out": torch.nn.functional.layer_norm(x["h"], (8,), x["gamma"], x["beta"], x["eps"])}
 
 
 @pytest.fixture

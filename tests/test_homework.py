@@ -42,21 +42,23 @@ def test_exceptions_are_assertion_errors():
 # ---------------------------------------------------------------- 作业 1
 
 def test_dot_score_accepts_tensor_float_and_numpy(capsys):
-    assert check_dot_score((q * k).sum(), q, k) is None  # 只打印，不返回：笔记本里不必用分号压住返回值
+    x = exercise_inputs()
+    right = (x["q"] * x["k"]).sum()
+    assert check_dot_score(right, x["q"], x["k"]) is None  # 只打印，不返回：笔记本里不必用分号压住返回值
     assert capsys.readouterr().out.startswith("✔ 作业 1 通过")
     assert check_dot_score.judge((q * k).sum(), q, k).startswith("✔ 作业 1 通过")
-    check_dot_score(float((q * k).sum()), q, k)
-    check_dot_score(np.float64((q * k).sum()), q, k)
-    check_dot_score(q.double() @ k.double(), q, k)
+    check_dot_score(float(right), x["q"], x["k"])
+    check_dot_score(np.float64(right), x["q"], x["k"])
+    check_dot_score(x["q"].double() @ x["k"].double(), x["q"], x["k"])
 
 
 def test_dot_score_tolerance_is_the_stated_one():
     truth = float((q * k).sum())
     inside = truth + 0.5 * (TOLERANCE["atol"] + TOLERANCE["rtol"] * abs(truth))
     outside = truth + 2 * (TOLERANCE["atol"] + TOLERANCE["rtol"] * abs(truth))
-    check_dot_score(inside, q, k)
+    check_dot_score.judge(inside, q, k)
     with pytest.raises(HomeworkWrong, match="容差"):
-        check_dot_score(outside, q, k)
+        check_dot_score.judge(outside, q, k)
 
 
 @pytest.mark.parametrize("answer,pattern", [
@@ -68,19 +70,21 @@ def test_dot_score_tolerance_is_the_stated_one():
     (q.sum() * k.sum(), "先各自求和再相乘"),
     ((q * q).sum(), "q 和自己"),
     ((q - k).pow(2).sum(), "距离"),
-    (1.0, "不相等"),
+    (1.0, "与正确结果不一致"),
 ])
 def test_dot_score_rejects_typical_mistakes_without_revealing_the_answer(answer, pattern):
     with pytest.raises(AssertionError, match=pattern) as info:
-        check_dot_score(answer, q, k)
+        check_dot_score.judge(answer, q, k)
     assert isinstance(info.value, HomeworkNotFilled if answer is None else HomeworkWrong)
     _no_number_of(str(info.value), (q * k).sum())
 
 
 def test_score_matrix_accepts_q_kt(capsys):
-    check_score_matrix(Q @ K.T, Q, K)
+    x = exercise_inputs()
+    check_score_matrix(x["Q"] @ x["K"].T, x["Q"], x["K"])
     assert capsys.readouterr().out.startswith("✔ 作业 1 通过")
-    check_score_matrix((Q @ K.T).numpy(), Q, K)
+    check_score_matrix((x["Q"] @ x["K"].T).numpy(), x["Q"], x["K"])
+    assert check_score_matrix.judge((Q @ K.T).numpy(), Q, K).startswith("✔")
 
 
 @pytest.mark.parametrize("answer,pattern", [
@@ -92,7 +96,7 @@ def test_score_matrix_accepts_q_kt(capsys):
 ])
 def test_score_matrix_rejects_typical_mistakes_without_revealing_the_answer(answer, pattern):
     with pytest.raises(AssertionError, match=pattern) as info:
-        check_score_matrix(answer, Q, K)
+        check_score_matrix.judge(answer, Q, K)
     _no_number_of(str(info.value), Q @ K.T)
 
 
@@ -100,7 +104,7 @@ def test_score_matrix_names_the_wrong_cell_but_not_its_value():
     S = Q @ K.T
     S[1, 2] += 1
     with pytest.raises(HomeworkWrong, match="第 1 行第 2 列") as info:
-        check_score_matrix(S, Q, K)
+        check_score_matrix.judge(S, Q, K)
     _no_number_of(str(info.value), Q @ K.T)
 
 
@@ -122,7 +126,7 @@ T_SCORE = (X["q"] * X["k"]).sum()
 ])
 def test_dot_score_names_the_wrong_pair_rounding_mean_and_sign(answer, pattern):
     with pytest.raises(HomeworkWrong, match=pattern) as info:
-        check_dot_score(answer, X["q"], X["k"], TQ, TK)
+        check_dot_score.judge(answer, X["q"], X["k"], TQ, TK)
     message = str(info.value)
     assert "对应位置相乘之后把乘积全部加了起来" not in message  # 旧的误诊：乘法和求和本身没错
     _no_number_of(message, T_SCORE)
@@ -130,7 +134,7 @@ def test_dot_score_names_the_wrong_pair_rounding_mean_and_sign(answer, pattern):
 
 def test_dot_score_without_the_matrices_still_answers_in_chinese():
     with pytest.raises(HomeworkWrong, match="没有认出是哪一种常见错误") as info:
-        check_dot_score((TQ[2] * TK[1]).sum(), X["q"], X["k"])
+        check_dot_score.judge((TQ[2] * TK[1]).sum(), X["q"], X["k"])
     _no_number_of(str(info.value), T_SCORE)
 
 
@@ -155,13 +159,13 @@ TRUTH_S = TQ @ TK.T
     (_loop(lambda i, j: (TQ[i] * TK[i]).sum()), r"每一行的数都相同.*K\[j\]"),
     (_loop(lambda i, j: (TQ[j] * TK[j]).sum()), r"每一列的数都相同.*Q\[i\]"),
     (_loop(lambda i, j: (TQ[i] * TK[j]).sum() if i < 2 and j < 2 else 0.0),
-     "5 个格子还是 0，都在最后一行或最后一列.*range 的上界"),
+     "最后一行和最后一列还是 0.*range 的上界"),
     (torch.round(TRUTH_S, decimals=2), "四舍五入到了 2 位小数"),
     (TRUTH_S.masked_fill(torch.tril(torch.ones(3, 3)) == 0, float("-inf")), "像是已经做了遮蔽"),
 ])
 def test_score_matrix_names_self_products_softmax_scaling_index_and_rounding_mistakes(answer, pattern):
     with pytest.raises(HomeworkWrong, match=pattern) as info:
-        check_score_matrix(answer, TQ, TK)
+        check_score_matrix.judge(answer, TQ, TK)
     assert "检查循环的下标" not in str(info.value)  # 旧的误诊：这些都不是下标写错
     _no_number_of(str(info.value), TRUTH_S)
 
@@ -174,8 +178,8 @@ def test_score_matrix_names_self_products_softmax_scaling_index_and_rounding_mis
 ])
 def test_causal_mask_accepts_lower_triangular(mask):
     assert check_causal_mask.judge(mask, 4).startswith("✔ 作业 2 通过")
-    check_causal_mask(mask, np.int64(4))
-    check_causal_mask(mask, torch.tensor(4))
+    check_causal_mask.judge(mask, np.int64(4))
+    check_causal_mask.judge(mask, torch.tensor(4))
 
 
 @pytest.mark.parametrize("mask,pattern", [
@@ -195,28 +199,31 @@ def test_causal_mask_accepts_lower_triangular(mask):
 ])
 def test_causal_mask_rejects_typical_mistakes(mask, pattern):
     with pytest.raises(AssertionError, match=pattern):
-        check_causal_mask(mask, 4)
+        check_causal_mask.judge(mask, 4)
 
 
 # ---------------------------------------------------------------- 作业 2（二）
 
 def test_masked_weights_accepts_the_weights_recomputed_from_the_scores(capsys):
-    check_masked_weights(_weights(), SCORES, D_K)
+    x = exercise_inputs()
+    tril = torch.tril(torch.ones(3, 3))
+    check_masked_weights(torch.softmax(x["scores"].masked_fill(tril == 0, float("-inf")), dim=-1),
+                         x["scores"], x["d_k"])
     assert capsys.readouterr().out.startswith("✔ 作业 2 通过")
-    check_masked_weights(_weights().double(), SCORES)
-    check_masked_weights(_weights().numpy(), SCORES.numpy(), np.int64(D_K))
+    check_masked_weights.judge(_weights().double(), SCORES)
+    check_masked_weights.judge(_weights().numpy(), SCORES.numpy(), np.int64(D_K))
     # 学生把遮蔽后的分数当作 scores 传进来，正确答案不变
-    check_masked_weights(_weights(), SCORES.masked_fill(TRIL == 0, float("-inf")), D_K)
+    check_masked_weights.judge(_weights(), SCORES.masked_fill(TRIL == 0, float("-inf")), D_K)
     # 先 softmax、遮蔽、再按行重新归一化，数学上与正确做法相同，也算对
     p = torch.softmax(SCORES, dim=-1) * TRIL
-    check_masked_weights(p / p.sum(dim=-1, keepdim=True), SCORES, D_K)
+    check_masked_weights.judge(p / p.sum(dim=-1, keepdim=True), SCORES, D_K)
 
 
 def test_masked_weights_is_compared_with_the_truth_not_only_its_properties():
     # 性质都对（下三角、每行和为 1、非负），数值却不是这组 scores 的：必须不通过
     other = _weights(torch.randn(4, 4, generator=torch.Generator().manual_seed(1)))
     with pytest.raises(HomeworkWrong, match="数值与由 scores 算出的权重不一致"):
-        check_masked_weights(other, SCORES, D_K)
+        check_masked_weights.judge(other, SCORES, D_K)
 
 
 @pytest.mark.parametrize("make,pattern", [
@@ -251,7 +258,7 @@ def test_masked_weights_is_compared_with_the_truth_not_only_its_properties():
 ])
 def test_masked_weights_names_each_typical_mistake_without_revealing_the_answer(make, pattern):
     with pytest.raises(HomeworkWrong, match=pattern) as info:
-        check_masked_weights(make(SCORES), SCORES, D_K)
+        check_masked_weights.judge(make(SCORES), SCORES, D_K)
     message = str(info.value)
     _no_number_of(message, _weights())
     if "对角线" not in pattern:  # 只有真把对角线遮住的答案，才该被说成对角线的问题
@@ -264,7 +271,7 @@ def test_masked_weights_recognises_d_k_instead_of_its_square_root():
     raw = SCORES * math.sqrt(D_K)  # 没缩放的分数 Q @ K.T
     wrong = torch.softmax((raw / D_K).masked_fill(TRIL == 0, float("-inf")), dim=-1)
     with pytest.raises(HomeworkWrong, match="除以 d_k 而不是 √d_k"):
-        check_masked_weights(wrong, SCORES, D_K)
+        check_masked_weights.judge(wrong, SCORES, D_K)
 
 
 # ---------------------------------------------------------------- 作业 3
@@ -273,10 +280,10 @@ def test_ffn_params_accepts_the_right_answer_as_any_integer_type(capsys):
     check_ffn_params(2048 * 512 + 2048, 512 * 2048 + 512, 2_099_712)
     out = capsys.readouterr().out
     assert out.startswith("✔ 作业 3 通过") and "2,099,712" in out
-    check_ffn_params(np.int64(1_050_624), np.int32(1_049_088), np.array(2_099_712))
-    check_ffn_params(torch.tensor(1_050_624), torch.tensor(1_049_088, dtype=torch.int32), 2_099_712)
+    check_ffn_params.judge(np.int64(1_050_624), np.int32(1_049_088), np.array(2_099_712))
+    check_ffn_params.judge(torch.tensor(1_050_624), torch.tensor(1_049_088, dtype=torch.int32), 2_099_712)
     h, f = 8, 32
-    check_ffn_params(f * h + f, h * f + h, 2 * h * f + h + f, hidden_size=h, d_ff=f)
+    check_ffn_params.judge(f * h + f, h * f + h, 2 * h * f + h + f, hidden_size=h, d_ff=f)
 
 
 @pytest.mark.parametrize("w1,w2,total,pattern", [
@@ -305,7 +312,7 @@ def test_ffn_params_accepts_the_right_answer_as_any_integer_type(capsys):
 ])
 def test_ffn_params_rejects_typical_mistakes_without_revealing_the_answer(w1, w2, total, pattern):
     with pytest.raises(AssertionError, match=pattern) as info:
-        check_ffn_params(w1, w2, total)
+        check_ffn_params.judge(w1, w2, total)
     assert isinstance(info.value, HomeworkNotFilled if None in (w1, w2, total) else HomeworkWrong)
     message = str(info.value)
     for right in (1_050_624, 1_049_088, 2_099_712):
@@ -321,7 +328,7 @@ def test_ffn_params_rejects_typical_mistakes_without_revealing_the_answer(w1, w2
 def test_ffn_hints_never_name_a_layers_bias_count(w1, w2):
     """只差一次加法的提示就是答案：提示里不能出现 d_ff、hidden_size 的数值（偏置个数）。"""
     with pytest.raises(HomeworkWrong) as info:
-        check_ffn_params(w1, w2, w1 + w2)
+        check_ffn_params.judge(w1, w2, w1 + w2)
     wrong = w1 if w1 != 1_050_624 else w2
     hint = str(info.value).replace(f"{wrong:,}", "")
     for count in (2048, 512):
@@ -348,12 +355,12 @@ BAD_VALUES = [
 @pytest.mark.parametrize("bad", BAD_VALUES, ids=lambda v: type(v).__name__)
 def test_checkers_answer_any_input_with_a_chinese_message(bad):
     calls = [
-        lambda: check_dot_score(bad, q, k), lambda: check_dot_score((q * k).sum(), bad, k),
-        lambda: check_score_matrix(bad, Q, K), lambda: check_score_matrix(Q @ K.T, Q, bad),
-        lambda: check_causal_mask(bad, 4), lambda: check_causal_mask(TRIL, bad),
-        lambda: check_masked_weights(bad, SCORES, D_K), lambda: check_masked_weights(_weights(), bad, D_K),
-        lambda: check_masked_weights(_weights(), SCORES, bad),
-        lambda: check_ffn_params(bad, 1_049_088, 2_099_712), lambda: check_ffn_params(1_050_624, 1_049_088, 2_099_712, bad),
+        lambda: check_dot_score.judge(bad, q, k), lambda: check_dot_score.judge((q * k).sum(), bad, k),
+        lambda: check_score_matrix.judge(bad, Q, K), lambda: check_score_matrix.judge(Q @ K.T, Q, bad),
+        lambda: check_causal_mask.judge(bad, 4), lambda: check_causal_mask.judge(TRIL, bad),
+        lambda: check_masked_weights.judge(bad, SCORES, D_K), lambda: check_masked_weights.judge(_weights(), bad, D_K),
+        lambda: check_masked_weights.judge(_weights(), SCORES, bad),
+        lambda: check_ffn_params.judge(bad, 1_049_088, 2_099_712), lambda: check_ffn_params.judge(1_050_624, 1_049_088, 2_099_712, bad),
     ]
     for call in calls:
         try:
@@ -365,17 +372,17 @@ def test_checkers_answer_any_input_with_a_chinese_message(bad):
 
 def test_nan_and_device_and_dtype_messages_say_what_is_wrong():
     with pytest.raises(HomeworkWrong, match="NaN"):
-        check_masked_weights(torch.full((4, 4), float("nan")), SCORES, D_K)
+        check_masked_weights.judge(torch.full((4, 4), float("nan")), SCORES, D_K)
     with pytest.raises(HomeworkWrong, match="设备 meta"):
-        check_masked_weights(torch.empty(4, 4, device="meta"), SCORES, D_K)
+        check_masked_weights.judge(torch.empty(4, 4, device="meta"), SCORES, D_K)
     with pytest.raises(HomeworkWrong, match="torch.int64.*float32 或 float64"):
-        check_masked_weights(torch.ones(4, 4, dtype=torch.int64), SCORES, D_K)
+        check_masked_weights.judge(torch.ones(4, 4, dtype=torch.int64), SCORES, D_K)
     with pytest.raises(HomeworkWrong, match="float16"):
-        check_masked_weights(_weights().half(), SCORES, D_K)
+        check_masked_weights.judge(_weights().half(), SCORES, D_K)
     with pytest.raises(HomeworkWrong, match=r"应该和 scores 一样是 \(4, 4\)"):
-        check_masked_weights(_weights()[:2], SCORES, D_K)
+        check_masked_weights.judge(_weights()[:2], SCORES, D_K)
     with pytest.raises(HomeworkWrong, match="题目给的 scores"):
-        check_masked_weights(_weights(), None, D_K)
+        check_masked_weights.judge(_weights(), None, D_K)
 
 
 # ---------------------------------------------------------------- 批改用的题目清单
@@ -387,8 +394,11 @@ def test_exercise_list_runs_each_checker_on_the_package_inputs():
         "score": (x["q"] * x["k"]).sum(), "S": x["Q"] @ x["K"].T, "mask": tril,
         "weights": torch.softmax(x["scores"].masked_fill(tril == 0, float("-inf")), dim=-1),
         "w1_params": 1_050_624, "w2_params": 1_049_088, "total_params": 2_099_712,
+        "heads": x["x"].view(1, 3, 2, 4).transpose(1, 2), "merged": x["x"],
+        "attn_out": x["mha"](x["x"], tril), "block_out": x["block"](x["x"], tril),
+        "ln_out": torch.nn.functional.layer_norm(x["h"], (8,), x["gamma"], x["beta"], x["eps"]),
     }
-    assert [e.key for e in EXERCISES] == ["1a", "1b", "2a", "2b", "3"]
+    assert [e.key for e in EXERCISES] == ["1a", "1b", "2a", "2b", "3", "4a", "4b", "5a", "5b"]
     for exercise in EXERCISES:
         assert exercise.run({n: answers[n] for n in exercise.answers}, x).startswith("✔")
         with pytest.raises(HomeworkNotFilled):
@@ -402,7 +412,8 @@ def ipython_shell():
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
-    shell.run_cell("import torch\nfrom minigpt.homework import check_dot_score\nq = torch.ones(2)")
+    shell.run_cell("import torch\nfrom minigpt.homework import check_dot_score, exercise_inputs\n"
+                   "x = exercise_inputs()\nq, k = x['q'], x['k']")
     yield shell
     InteractiveShell.clear_instance()
 
@@ -414,17 +425,44 @@ def _run(shell, capsys, code: str) -> str:
 
 
 def test_in_ipython_a_checker_error_is_one_line_without_the_checkers_code(ipython_shell, capsys):
-    out = _run(ipython_shell, capsys, "x = 1\ncheck_dot_score(q * q, q, q)")
+    out = _run(ipython_shell, capsys, "x = 1\ncheck_dot_score(q * k, q, k)")
     assert out.strip().splitlines() == [out.strip()] and out.startswith("HomeworkWrong: 检查 score 的形状"), out
-    assert "homework.py" not in out and "truth" not in out and "Traceback" not in out
+    assert "homework/" not in out and "truth" not in out and "Traceback" not in out
 
 
 def test_in_ipython_the_students_own_error_keeps_its_line_number(ipython_shell, capsys):
-    out = _run(ipython_shell, capsys, "x = 1\ny = undefined_name\ncheck_dot_score(y, q, q)")
+    out = _run(ipython_shell, capsys, "x = 1\ny = undefined_name\ncheck_dot_score(y, q, k)")
     assert "NameError" in out and re.search(r"line 2\b", out), out
     assert "Exception reporting mode" not in out
 
 
 def test_in_ipython_a_passing_checker_prints_one_line_and_shows_no_return_value(ipython_shell, capsys):
-    out = _run(ipython_shell, capsys, "check_dot_score((q * q).sum(), q, q)")
-    assert out.strip() == "✔ 作业 1 通过：score = 2.0000，等于 q 与 k 的点积", out
+    out = _run(ipython_shell, capsys, "check_dot_score((q * k).sum(), q, k)")
+    assert re.fullmatch(r"✔ 作业 1 通过：score = -?\d+\.\d{4}，等于 q 与 k 的点积", out.strip()), out
+
+
+@pytest.mark.parametrize("bad", BAD_VALUES, ids=lambda v: type(v).__name__)
+def test_the_section_4_to_6_checkers_answer_any_input_with_a_chinese_message(bad):
+    from minigpt.homework import check_block_output, check_layer_norm, check_mha_output, check_split_merge
+
+    x = exercise_inputs()
+    heads = x["x"].view(1, 3, 2, 4).transpose(1, 2)
+    calls = [
+        lambda: check_split_merge(bad, x["x"], x["x"], 2), lambda: check_split_merge(heads, bad, x["x"], 2),
+        lambda: check_split_merge(heads, x["x"], bad, 2), lambda: check_split_merge(heads, x["x"], x["x"], bad),
+        lambda: check_split_merge.judge(heads, x["x"], bad, bad),
+        lambda: check_mha_output(bad, x["x"], x["mha"]), lambda: check_mha_output(x["x"], bad, bad),
+        lambda: check_mha_output.judge(x["x"], bad, x["mha"]), lambda: check_mha_output.judge(x["x"], x["x"], bad),
+        lambda: check_layer_norm(bad, x["h"], x["gamma"], x["beta"], x["eps"]),
+        lambda: check_layer_norm(x["h"], bad, bad, bad, bad),
+        lambda: check_layer_norm.judge(x["h"], bad, x["gamma"], x["beta"]),
+        lambda: check_layer_norm.judge(x["h"], x["h"], bad, bad, bad),
+        lambda: check_block_output(bad, x["x"], x["block"]), lambda: check_block_output(x["x"], bad, bad),
+        lambda: check_block_output.judge(x["x"], bad, x["block"]),
+        lambda: check_block_output.judge(x["x"], x["x"], bad),
+    ]
+    for call in calls:
+        try:
+            call()
+        except (HomeworkWrong, HomeworkNotFilled) as err:
+            assert any("\u4e00" <= ch <= "\u9fff" for ch in str(err)), f"提示不是中文：{err}"

@@ -32,7 +32,8 @@ from conftest import REPO, ctrl_c_reaches_it
 SUBMISSIONS = REPO / "tests" / "fixtures" / "submissions"
 TIMEOUT = 4
 NOTEBOOK_TIMEOUT = 10
-KEYS = ["1a", "1b", "2a", "2b", "3"]
+KEYS = ["1a", "1b", "2a", "2b", "3", "4a", "4b", "5a", "5b"]
+TOTAL = 20  # 满分：各小题的分值（minigpt.homework.EXERCISES）之和
 
 _spec = importlib.util.spec_from_file_location("generate_submissions", SUBMISSIONS / "generate.py")
 generate = importlib.util.module_from_spec(_spec)
@@ -149,18 +150,18 @@ def test_stdout_table_has_one_row_per_submission_with_each_exercise_status(grade
     proc, _, by_name, *_ = graded
     lines = proc.stdout.splitlines()
     header = next(line for line in lines if line.startswith("提交"))
-    assert header.split() == ["提交", "1(一)", "1(二)", "2(一)", "2(二)", "3", "通过", "得分"]
+    assert header.split() == ["提交", "1(一)", "1(二)", "2(一)", "2(二)", "3", "4(一)", "4(二)", "5(一)", "5(二)", "通过", "得分"]
     words = {"passed": "通过", "wrong": "答错", "not_attempted": "未作答", "missing": "没有这个变量",
              "error": "出错", "timeout": "超时"}
     for name, sub in by_name.items():
         row = next(line for line in lines if line.split() and line.split()[0] == name)
         assert row.split()[1:] == [words[s] for s in _statuses(sub).values()] + [
-            f"{sub['passed']}/5", f"{sub['points']}/{sub['max_points']}"]
+            f"{sub['passed']}/{len(KEYS)}", f"{sub['points']}/{sub['max_points']}"]
 
 
 def test_correct_submission_passes_every_exercise(graded):
     sub = graded[2]["correct.ipynb"]
-    assert _statuses(sub) == dict.fromkeys(KEYS, "passed") and sub["passed"] == 5
+    assert _statuses(sub) == dict.fromkeys(KEYS, "passed") and sub["passed"] == len(KEYS)
     assert all(e["message"].startswith("✔") for e in sub["exercises"].values())
 
 
@@ -176,6 +177,10 @@ def test_placeholders_are_not_attempted(graded):
     ("mistakes_identity.ipynb", "2a", "torch.tril 而不是 torch.triu"),
     ("mistakes_identity.ipynb", "2b", "单位矩阵"),
     ("mistakes_identity.ipynb", "3", "漏了偏置"),
+    ("mistakes_identity.ipynb", "4a", "直接 view / reshape"),
+    ("mistakes_identity.ipynb", "4b", "没有遮蔽"),
+    ("mistakes_identity.ipynb", "5a", "忘了 γ 和 β"),
+    ("mistakes_identity.ipynb", "5b", "Pre-LN"),
     ("mistakes_uniform.ipynb", "2b", "平均分配"),
     ("mistakes_unscaled.ipynb", "2b", "没有除以 √d_k"),
     ("mistakes_mask_after_softmax.ipynb", "2b", "先 softmax、再把未来位置乘 0"),
@@ -193,7 +198,7 @@ def test_typical_mistakes_are_wrong_with_the_checkers_message(graded, name, key,
 
 def test_numpy_and_python_number_answers_are_accepted(graded):
     sub = graded[2]["types.ipynb"]
-    assert _statuses(sub) == {"1a": "passed", "1b": "passed", "2a": "passed", "2b": "passed", "3": "wrong"}
+    assert _statuses(sub) == {**dict.fromkeys(KEYS, "passed"), "3": "wrong"}
 
 
 def test_redefined_checkers_and_changed_data_gain_nothing(graded):
@@ -241,7 +246,7 @@ def test_an_exception_in_exercise_1_leaves_untouched_later_parts_not_attempted(g
     assert sub["exercises"]["1a"]["cell"] == _code_cell_of("error_then_untouched.ipynb", "1a")
     assert _details(proc.stdout, "error_then_untouched.ipynb") == [
         f"  1(一) 出错：{sub['exercises']['1a']['message']}",
-        "  未作答：1(二)、2(一)、2(二)、3"]
+        "  未作答：1(二)、2(一)、2(二)、3、4(一)、4(二)、5(一)、5(二)"]
 
 
 def test_a_correct_answer_deleted_later_is_missing_not_an_earlier_cells_error(graded):
@@ -249,7 +254,7 @@ def test_a_correct_answer_deleted_later_is_missing_not_an_earlier_cells_error(gr
     作业 1（二）的 NameError 只记在作业 1（二）上。作业 1（一）先答错、后改对：通过，详情里没有它的 HomeworkWrong。"""
     proc, _, by_name, *_ = graded
     sub = by_name["deleted_after_error.ipynb"]
-    assert _statuses(sub) == {"1a": "passed", "1b": "error", "2a": "passed", "2b": "passed", "3": "missing"}
+    assert _statuses(sub) == {**dict.fromkeys(KEYS, "passed"), "1b": "error", "3": "missing"}
     assert sub["exercises"]["1b"]["exception"] == "NameError"
     assert sub["exercises"]["3"]["exception"] is None and "NameError" not in sub["exercises"]["3"]["message"]
     assert "运行结束时没有变量 w1_params、w2_params、total_params" in sub["exercises"]["3"]["message"]
@@ -350,7 +355,7 @@ def test_weird_file_names_get_one_visible_row_each_and_a_csv_without_formulas(tm
                           cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stdout + proc.stderr
-    rows = [line for line in proc.stdout.splitlines() if "0/5" in line]
+    rows = [line for line in proc.stdout.splitlines() if f"0/{len(KEYS)}" in line]
     assert len(rows) == len(files) + 1, rows
     assert not any(line.startswith("2024002.ipynb") for line in proc.stdout.splitlines())
     assert any(r.startswith("2024001\\n2024002.ipynb ") for r in rows)
@@ -442,7 +447,7 @@ SHAPES = ["shape_code_cell_first", "shape_nbformat44_no_ids", "shape_colab", "sh
 def test_every_notebook_shape_with_right_answers_gets_full_marks(graded, name):
     sub = graded[2][f"{name}.ipynb"]
     assert sub["graded"] and _statuses(sub) == dict.fromkeys(KEYS, "passed"), sub
-    assert sub["points"] == sub["max_points"] == 10 and sub["cell_problems"] == []
+    assert sub["points"] == sub["max_points"] == TOTAL and sub["cell_problems"] == []
 
 
 def test_shapes_are_what_they_claim_to_be():
@@ -505,7 +510,7 @@ def test_text_from_student_code_cannot_add_lines_or_terminal_controls_to_the_tab
     proc, _, by_name, *_ = graded
     assert "\x1b" not in proc.stdout and "\u202e" not in proc.stdout
     rows = [line for line in proc.stdout.splitlines() if line.startswith("correct.ipynb")]
-    assert len(rows) == 1 and rows[0].split()[-1] == "10/10", rows
+    assert len(rows) == 1 and rows[0].split()[-1] == f"{TOTAL}/{TOTAL}", rows
     sub = by_name["hostile_table_escapes.ipynb"]
     assert sub["graded"] and _statuses(sub) == dict.fromkeys(KEYS, "passed")
     block = proc.stdout.split("\nhostile_table_escapes.ipynb\n", 1)[1].split("\n")[0]
@@ -535,7 +540,7 @@ def test_many_short_cells_past_the_notebook_timeout_are_stopped(graded):
     """30 个各睡 0.5 秒的单元插在作业 1（一）之后：合计超过 --notebook-timeout 10 秒，其后的题都是“超时”。"""
     sub = graded[2]["hostile_sleep_many_cells.ipynb"]
     assert sub["graded"]
-    assert _statuses(sub) == {"1a": "passed", "1b": "timeout", "2a": "timeout", "2b": "timeout", "3": "timeout"}
+    assert _statuses(sub) == {**dict.fromkeys(KEYS, "timeout"), "1a": "passed"}
     hit = [p for p in sub["cell_problems"] if p["kind"] == "limit"]
     assert len(hit) == 1 and hit[0]["exception"] == "NotebookTimeout"
     assert f"--notebook-timeout {NOTEBOOK_TIMEOUT}" in hit[0]["message"]
@@ -563,11 +568,11 @@ def test_csv_has_a_bom_an_id_column_points_per_exercise_total_and_status(graded)
     assert raw.startswith("\ufeff".encode("utf-8"))
     rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
     assert rows[0] == ["学号"] + [f"{h}（{e.points} 分）" for h, e in zip(
-        ["1(一)", "1(二)", "2(一)", "2(二)", "3"], EXERCISES)] + ["总分（10 分）", "状态"]
+        ["1(一)", "1(二)", "2(一)", "2(二)", "3", "4(一)", "4(二)", "5(一)", "5(二)"], EXERCISES)] + [f"总分（{TOTAL} 分）", "状态"]
     body = {r[0]: r for r in rows[1:]}
     assert set(body) == {Path(n).stem for n in by_name}
-    assert body["correct"][1:] == [str(e.points) for e in EXERCISES] + ["10", "已批改"]
-    assert body["placeholders"][1:-1] == ["0"] * 6
+    assert body["correct"][1:] == [str(e.points) for e in EXERCISES] + [str(TOTAL), "已批改"]
+    assert body["placeholders"][1:-1] == ["0"] * (len(KEYS) + 1)
     for name, sub in by_name.items():
         row = body[Path(name).stem]
         if sub["graded"]:

@@ -25,8 +25,8 @@ from pagekit import soup as read_html
 
 BOOK = REPO / "book"
 NOTEBOOK = BOOK / "homework_student.ipynb"
-STARTERS = ["1a", "1b", "2a", "2b", "3"]  # 页面上初始代码的编号（标签 hw-starter-<编号>）
-EXERCISE_LABELS = ["hw-ex-score", "hw-ex-mask", "hw-ex-ffn"]
+STARTERS = ["1a", "1b", "2a", "2b", "3", "4a", "4b", "5a", "5b"]  # 页面上初始代码的编号（标签 hw-starter-<编号>）
+EXERCISE_LABELS = ["hw-ex-score", "hw-ex-mask", "hw-ex-ffn", "hw-ex-heads", "hw-ex-block"]
 
 
 def _load_tool():
@@ -80,7 +80,7 @@ def test_notebook_has_every_starter_and_no_solution():
     # 三道题的题目都在，标题与检查器说的“作业 N”一致
     headings = re.findall(r"^## (作业 \d)：", "\n".join(c.source for c in nb.cells if c.cell_type == "markdown"),
                           re.M)
-    assert headings == ["作业 1", "作业 2", "作业 3"]
+    assert headings == ["作业 1", "作业 2", "作业 3", "作业 4", "作业 5"]
 
 
 def test_generator_refuses_tagged_cells_inside_a_solution(tmp_path):
@@ -113,8 +113,11 @@ def test_homework_page_title_and_three_exercises(homework_html):
     exercises = soup.select("div.exercise")
     assert [e.get("id") for e in exercises] == EXERCISE_LABELS
     titles = [e.select_one(".admonition-title").get_text(" ", strip=True) for e in exercises]
-    for title, word in zip(titles, ["点积与分数矩阵", "遮住未来", "数出 FFN 的参数"]):
-        assert title == f"练习（{word}）", title  # 中文标题用全角括号（book_site 的第 9 项）
+    words = ["点积与分数矩阵", "遮住未来", "数出 FFN 的参数",
+             "本书补充：拆成几个头，再合并回来", "本书补充：LayerNorm 与 Post-LN Block"]
+    assert len(titles) == len(words)
+    for title, word in zip(titles, words):
+        assert title == f"作业（{word}）", title  # 计分的题叫“作业”，和各节不计分的“练习”分开（issue 26）  # 中文标题用全角括号（book_site 的第 9 项）
     text = soup.get_text()
     assert "改代码的还是你自己的手" in text, "开头要说明 AI 的使用边界"
     assert "AI" in soup.select_one("article").get_text()[:400]
@@ -122,14 +125,15 @@ def test_homework_page_title_and_three_exercises(homework_html):
     for solution in soup.select("div.solution"):
         title = solution.select_one(".admonition-title").get_text()
         assert "（" in title and "(" not in title, title
+        assert "作业（" in title and "练习" not in title, title
 
 
 @pytest.mark.book
 def test_solutions_are_collapsed_dropdowns_with_checker_confirmations(homework_html):
     _, soup = homework_html
     solutions = soup.select("div.solution")
-    assert len(solutions) == 3
-    for solution, n in zip(solutions, ("1", "2", "3")):
+    assert len(solutions) == 5
+    for solution, n in zip(solutions, ("1", "2", "3", "4", "5")):
         assert "dropdown" in solution.get("class", []), "答案必须折叠（:class: dropdown）"
         outputs = " ".join(o.get_text() for o in solution.select("div.cell_output"))
         assert f"✔ 作业 {n} 通过" in outputs, f"作业 {n} 的答案输出里没有检查器的确认"
@@ -155,7 +159,7 @@ def test_wrong_answer_examples_show_the_checkers_diagnosis(homework_html):
     text = " ".join(o.get_text() for o in soup.select("div.cell_output"))
     flat = re.sub(r"\s+", "", text)
     for phrase in ("还没有求和", "算成了K@Q.T", "用torch.tril而不是torch.triu", "先softmax、再把未来位置乘0",
-                   "漏了偏置"):
+                   "漏了偏置", "直接view/reshape", "Pre-LN的排法"):
         assert phrase in flat, f"页面上缺少检查器对典型错误的说明：{phrase}"
 
 
@@ -273,3 +277,4 @@ def test_glossary_links_become_plain_words_and_other_roles_are_refused():
     assert text == "## 作业 1：题\n\nQuery 与 键"
     with pytest.raises(ValueError, match="MyST"):
         tool.exercise_to_markdown("```{exercise} 题\n:label: x\n\n见 {doc}`s1_intuition`\n```", 1)
+

@@ -37,7 +37,7 @@ STARTER_PREFIX = "hw-starter-"
 SOLUTION_PREFIX = "hw-solution-"
 
 HEADER = """\
-# 作业：点积与分数矩阵、遮住未来、数出 FFN 的参数
+# 作业：点积与分数矩阵、遮住未来、数出 FFN 的参数、多头注意力、LayerNorm 与 Block
 
 这是《Attention 机制与 Transformer Block》一书「作业」一节的练习本，题目与书中相同，不含参考答案。
 

@@ -1,0 +1,122 @@
+"""作业 1（一）：一个 Query 与一个 Key 的分数 = 点积（见第 2 节）。"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .errors import HomeworkWrong
+from .hints import Looks, first_look, rounding_hint
+from .values import TOLERANCE_TEXT, close, float_tensor, passed, require
+
+
+def _shape_hint(s: torch.Tensor, q: torch.Tensor) -> tuple[str, str]:
+    if s.shape == q.shape:
+        return "shape_not_summed", ("这像是只做了逐元素相乘 q * k，还没有求和："
+                                    "点积 = 对应位置相乘再全部加起来")
+    if s.dim() == 2 and s.numel() > 1:
+        return "shape_matrix", ("这是一个矩阵，像是算成了外积（q 的列向量乘 k 的行向量），"
+                                "或者算了整张分数矩阵；这一问只要一个数")
+    return "shape_other", ("一个分数应该是标量（0 维张量或 Python 数字），"
+                           "可以用 .sum() 或 .item() 得到它")
+
+
+def _looks(d_k: int) -> tuple[Looks, ...]:
+    root = math.sqrt(d_k)
+    return (
+        Looks("cosine", lambda c: c.truth / (c.q.norm() * c.k.norm()),
+              "这是余弦相似度（点积再除以两个向量的长度）：这里只要点积本身，不除以长度"),
+        Looks("scaled", lambda c: c.truth / root,
+              f"你已经除以了 √d_k = {root:g}：这里只要原始点积，缩放是下一步"),
+        Looks("mean", lambda c: c.truth / d_k,
+              f"这像是求了平均（.mean()），或者除以了 d_k = {d_k}："
+              "点积是乘积的和，不除以任何数"),
+        Looks("sign", lambda c: -c.truth,
+              "符号反了：点积是对应位置的乘积直接相加，检查是不是多了一个负号"
+              "或者做成了相减"),
+        Looks("sum_then_multiply", lambda c: c.q.sum() * c.k.sum(),
+              "这是先各自求和再相乘：点积要先逐元素相乘，再求和"),
+        Looks("q_with_itself", lambda c: (c.q * c.q).sum(), "这是 q 和自己的点积；应该是 q 和 k"),
+        Looks("k_with_itself", lambda c: (c.k * c.k).sum(), "这是 k 和自己的点积；应该是 q 和 k"),
+        Looks("distance", lambda c: (c.q - c.k).pow(2).sum(), "这是 q 与 k 的距离的平方，不是点积"),
+    )
+
+
+class _Data:
+    def __init__(self, q, k):
+        self.q, self.k, self.truth = q, k, (q * k).sum()
+
+
+def wrong_pair_hint(s: torch.Tensor, q: torch.Tensor, k: torch.Tensor, Q, K) -> tuple[str, str] | None:
+    """score 是另一对行的点积（Q[a]·K[b]、Q[a]·Q[b]、K[a]·K[b]）时，说出是哪一对：(诊断名, 提示)。"""
+    try:
+        Q = float_tensor(Q, "Q", "二维矩阵 [seq, d_k]", given=True)
+        K = float_tensor(K, "K", "二维矩阵 [seq, d_k]", given=True)
+    except HomeworkWrong:
+        return None
+    if Q.dim() != 2 or Q.shape != K.shape or Q.shape[-1] != q.shape[-1]:
+        return None
+    qi = [i for i in range(Q.shape[0]) if close(Q[i], q)]
+    ki = [i for i in range(K.shape[0]) if close(K[i], k)]
+    if not qi or not ki:
+        return None
+    asked = (f"q = Q[{qi[0]}]（位置 {qi[0]} 的 Query）"
+             f"与 k = K[{ki[0]}]（位置 {ki[0]} 的 Key）")
+    n = Q.shape[0]
+    pairs = (("Q", Q, "K", K), ("Q", Q, "Q", Q), ("K", K, "K", K))
+    for name_a, A, name_b, B in pairs:
+        for a in range(n):
+            for b in range(n):
+                if (name_a, name_b, a, b) == ("Q", "K", qi[0], ki[0]):
+                    continue
+                if close(s, (A[a] * B[b]).sum()):
+                    if (name_a, name_b) == ("Q", "K") and (a, b) == (ki[0], qi[0]):
+                        name, what = "swapped_roles", "两个 token 的角色对调了"
+                    elif (name_a, name_b) == ("Q", "K"):
+                        name, what = "wrong_rows", "取错了行"
+                    else:
+                        name, what = f"both_from_{name_a}", f"两个向量都取自 {name_a}"
+                    return name, (f"你的数是 {name_a}[{a}] 与 {name_b}[{b}] 的点积，"
+                            f"{what}。"
+                            f"题目要的是 {asked}的点积：直接用上面给出的 q 和 k")
+    return None
+
+
+def judge_dot_score(score, q, k, Q=None, K=None) -> str:
+    """作业 1（一）：一个 Query 与一个 Key 的分数 = 点积 (q * k).sum()（见第 2 节）。
+
+    score：Python 数字或 0 维浮点张量；q、k：题目给的等长一维向量。
+    Q、K：可选，q、k 取自的整个矩阵；给出时还能认出“取错了行”（例如 Q[2]·K[1]）。
+    """
+    require(score=score)
+    q = float_tensor(q, "q", "一维向量", given=True)
+    k = float_tensor(k, "k", "一维向量", given=True)
+    if q.dim() != 1 or q.shape != k.shape:
+        raise HomeworkWrong(
+            f"题目给的 q、k 应是等长的一维向量，现在形状是 {tuple(q.shape)} 和 "
+            f"{tuple(k.shape)}："
+            "请重新运行上面给出数据的单元", "given")
+    s = float_tensor(score, "score", "一个数（Python 数字或 0 维张量）")
+    data = _Data(q, k)
+    if s.dim() > 0:
+        name, hint = _shape_hint(s, q)
+        raise HomeworkWrong("检查 score 的形状：应该是一个数（0 维），"
+                            f"收到形状 {tuple(s.shape)} 的张量。{hint}", name)
+    if close(s, data.truth):
+        return passed(1, f"score = {s.item():.4f}，等于 q 与 k 的点积")
+    d_k = q.shape[-1]
+    row = first_look(s, data.truth, _looks(d_k), data)
+    found = (row.name, row.message) if row else None
+    if found is None and Q is not None and K is not None:
+        found = wrong_pair_hint(s, q, k, Q, K)
+    if found is None:
+        rounding = rounding_hint(s, data.truth)
+        found = ("rounding", rounding) if rounding else None
+    if found is None:
+        found = ("values", f"你的是 {s.item():.4f}；没有认出是哪一种常见错误："
+                           "把 q * k 打印出来，手算一两项核对，"
+                           f"再确认 {d_k} 个乘积都加了进去")
+    name, hint = found
+    raise HomeworkWrong("检查 score 是否等于 q 与 k 的点积："
+                        f"与正确结果不一致（{TOLERANCE_TEXT}）。{hint}", name)

@@ -1,0 +1,132 @@
+"""作业 3：FFN 两个线性层的参数量（见第 5 节）。"""
+
+from __future__ import annotations
+
+from .errors import HomeworkWrong
+from .values import count, passed, require
+
+
+def _layer_rows(layer: str, name: str, h: int, f: int):
+    """(名字, 判断 got 是否像这个错误, 提示)：一层的参数个数，按顺序比较。
+
+    提示说出错在哪一类，但不说出任何一层的偏置个数或参数个数（那样只剩一步加法）。
+    """
+    weights = f * h
+    other_out = "hidden_size" if layer == "W1" else "d_ff"
+    in_dim = h if layer == "W1" else f
+    out_dim = f if layer == "W1" else h
+    return (
+        ("both_dims_plus_one", lambda g: g == (h + 1) * (f + 1),
+         "像是输入、输出维度各加了 1 再相乘：偏置只给每个输出维加一个，"
+         "所以是（输入维度 + 1）× 输出维度，输出维度不加 1"),
+        ("bias_twice", lambda g: g == weights + 2 * out_dim,
+         "偏置像是算了两遍：每个输出维只有一个偏置"),
+        ("no_bias", lambda g: g == weights,
+         "只数了权重，漏了偏置：nn.Linear 默认带偏置，"
+         f"每个输出维一个。{layer} 的输出是几维？"),
+        ("bias_by_input", lambda g: g == weights + in_dim,
+         "偏置个数不对：你加上的偏置个数等于 "
+         f"{layer} 的输入维度（{other_out}），"
+         "而偏置是每个输出维一个"),
+        ("one_bias", lambda g: g == weights + 1,
+         "偏置不是每层一个，而是每个输出维一个"),
+        ("both_biases", lambda g: g == weights + f + h,
+         f"偏置多算了：{layer} 只有它自己输出维度那么多个偏置，"
+         "另一层的偏置算在另一层里"),
+        ("both_layers", lambda g: g in (2 * weights, 2 * weights + f + h),
+         f"这像是把两层都算进了 {name}："
+         f"{name} 只数 {layer} 这一层"),
+        ("added_dims", lambda g: g in (f + h, f + h + (f if layer == "W1" else h)),
+         "权重个数 = 输入维度 × 输出维度（乘，不是加），"
+         "再加上输出维度个偏置"),
+        ("squared_dim", lambda g: g in (f * f, h * h, f * f + f, h * h + h, f * f + h, h * h + f),
+         "权重个数 = 输入维度 × 输出维度："
+         "一个是 hidden_size，一个是 d_ff，"
+         "不是同一个维度自乘"),
+    )
+
+
+def _approximate(got: int, right: int) -> bool:
+    """got 是个整数“约数”（末尾至少三个 0），和 right 相差不到 1%。"""
+    return got % 1000 == 0 and 100 * abs(got - right) <= right  # 整数运算：大数也不溢出
+
+
+def _off_by_one(got: int, right: int) -> bool:
+    return abs(got - right) == 1
+
+
+def _total_rows(w1: int, w2: int, h: int, f: int):
+    return (
+        ("total_no_bias", lambda t: t == 2 * h * f, "总数漏了偏置：两层的偏置都没有算进去"),
+        ("total_one_bias", lambda t: t in (w1 + h * f, w2 + f * h),
+         "总数只算了一层的偏置：W1 和 W2 的偏置都要算"),
+        ("total_doubled", lambda t: t in (2 * w1, 2 * w2) and w1 != w2,
+         "像是把一层的参数量乘了 2：两层的偏置个数不同，参数量并不一样多"),
+        ("total_product", lambda t: t == w1 * w2, "两层的参数量是加起来，不是乘起来"),
+        ("total_layernorm", lambda t: t == w1 + w2 + 2 * h,
+         "多出来的正好是 2 × hidden_size 个：像是把 LayerNorm 的 γ 和 β 也算了进来。"
+         "这一题只数 FFN 的两个线性层"),
+        ("total_halved", lambda t: 2 * t in (w1 + w2, w1 + w2 - 1, w1 + w2 + 1),
+         "这像是两层之和的一半（多除了一个 2）：总数就是两层直接相加"),
+        ("total_off_by_one", lambda t: _off_by_one(t, w1 + w2),
+         "和 w1_params + w2_params 只差 1：检查加法的式子，是不是多加或少加了 1"),
+        ("total_approximate", lambda t: _approximate(t, w1 + w2),
+         "很接近，但参数个数要一个不差：像是取了约数"),
+    )
+
+
+def judge_ffn_params(w1_params, w2_params, total_params,
+                     hidden_size=512, d_ff=2048) -> str:
+    """作业 3：FFN 两个线性层的参数量，包含偏置（见第 5 节）。
+
+    W1：hidden_size → d_ff，权重 d_ff × hidden_size 个，偏置 d_ff 个；
+    W2：d_ff → hidden_size，权重 hidden_size × d_ff 个，偏置 hidden_size 个。
+    计数接受 Python int、numpy 整数和 0 维整数张量。提示说出错在哪一类，
+    但不说出任何一层的偏置个数或参数个数（那样只剩一步加法）。
+    """
+    require(w1_params=w1_params, w2_params=w2_params, total_params=total_params)
+    h = count(hidden_size, "hidden_size", given=True)
+    f = count(d_ff, "d_ff", given=True)
+    w1, w2, total = (count(v, n) for v, n in (
+        (w1_params, "w1_params"), (w2_params, "w2_params"),
+        (total_params, "total_params")))
+    right1, right2 = f * h + f, h * f + h
+    if (w1, w2) == (right2, right1) and right1 != right2:
+        raise HomeworkWrong(
+            "检查 w1_params 和 w2_params：两个数像是对调了，或者两层的偏置都按输入维度算了"
+            "（这两种错误得到同样的两个数）。"
+            "W1 是把 hidden_size 升到 d_ff 的那一层，W2 是降回来的那一层；"
+            "两层的权重一样多，偏置是每个输出维一个，所以不一样多", "swapped")
+    for name, got, right, layer in (("w1_params", w1, right1, "W1"),
+                                    ("w2_params", w2, right2, "W2")):
+        if got == right:
+            continue
+        for diagnosis, looks, hint in _layer_rows(layer, name, h, f):
+            if looks(got):
+                break
+        else:
+            if _off_by_one(got, right):
+                diagnosis, hint = "off_by_one", (
+                    "和正确的个数只差 1：检查是不是多数或少数了一个偏置，"
+                    "或者某个维度写成了多 1、少 1 的数")
+            elif _approximate(got, right):
+                diagnosis, hint = "approximate", (
+                    "很接近，但参数个数要一个不差："
+                    "像是取了约数（比如写成了“约一百万”），"
+                    "请用整数的 * 和 + 精确地算")
+            else:
+                diagnosis, hint = "layer", (
+                    f"{layer} 的参数 = 权重（输入维度 × 输出维度）"
+                    "+ 偏置（输出维度）："
+                    f"先弄清 {layer} 的输入、输出各是几维，再按这条式子数一遍")
+        raise HomeworkWrong(f"检查 {name}：{got:,} 不对。{hint}", diagnosis)
+    if total != w1 + w2:
+        for diagnosis, looks, hint in _total_rows(w1, w2, h, f):
+            if looks(total):
+                break
+        else:
+            diagnosis, hint = "total", "FFN 的总参数量就是两层之和"
+        raise HomeworkWrong(f"检查 total_params：{total:,} "
+                            f"不等于 w1_params + w2_params。{hint}", diagnosis)
+    return passed(3, f"W1 {w1:,} + W2 {w2:,} = {total:,} 个参数，"
+                     f"抵得上约 {total / h ** 2:.0f} 个 {h}×{h} 的方阵")

@@ -1,0 +1,119 @@
+"""诊断表（见「作业」一节）：每条诊断是一行——名字、怎样算出“犯了这个错会得到的值”、说什么。
+
+检查器按表的顺序，从最具体的错误到最笼统的，逐条比较；第一条在容差之内对得上的，就是提示。
+一条也对不上时，检查器给出平铺直叙的事实（哪一格不一致），不猜。
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from .values import close
+
+
+@dataclass(frozen=True)
+class Looks:
+    """一条诊断：答案与 ``make(ctx)`` 在容差之内相等（且那个值本身不是正确答案），就说 ``message``。
+
+    make 返回 None 表示这条诊断对这组数据不适用（例如 Q、K 形状不同时没有 Q @ Q.T）。
+    """
+
+    name: str
+    make: Callable[[Any], Any]
+    message: str
+
+
+def first_look(got: torch.Tensor, truth: torch.Tensor, rows, ctx) -> Looks | None:
+    """表里第一条对得上 got 的诊断；都对不上时返回 None。"""
+    for row in rows:
+        try:
+            value = row.make(ctx)
+        except (RuntimeError, IndexError, ValueError):  # 这组数据上算不出这种错误
+            continue
+        if value is None:
+            continue
+        value = torch.as_tensor(value).double()
+        if close(got, value) and not close(value, truth):
+            return row
+    return None
+
+
+def rounding_hint(got: torch.Tensor, truth: torch.Tensor) -> str | None:
+    """got 是把 truth 四舍五入到 0～4 位小数的结果时给出提示（常见于照着打印出的小数抄）；
+    否则，got 与 truth 处处相差不到千分之一时，如实说“很接近但超出了容差”。
+
+    提示只说像是哪种做法，不说正确值，也不说差了多少。
+    """
+    if got.shape != truth.shape or not torch.isfinite(got).all():
+        return None
+    for d in range(5):
+        rounded = torch.round(truth, decimals=d)
+        if close(got, rounded) and not close(rounded, truth):
+            if d == 0:
+                return ("你的数像是取了整（int(…) 或 round(…)）：这里的数一般是小数，"
+                        "请交计算出来的张量本身，不要取整")
+            return (f"你的数像是四舍五入到了 {d} 位小数"
+                    "（或者是照着打印出来的数抄的）："
+                    "检查器按容差比较，请交计算出来的张量本身，不要舍入")
+    gap = (got - truth).abs().max()
+    if gap <= 1e-3 * max(1.0, truth.abs().max().item()):
+        return ("你的数与正确值处处相差不到千分之一，但超出了容差：像是用了照着打印出来的"
+                "几位小数手算的数。请直接用题目给的张量计算，不要舍入")
+    return None
+
+
+def judge_tensor(value, name: str, truth: torch.Tensor, looks, ctx, *, what: str,
+                 shapes: tuple = ()) -> None:
+    """一个浮点张量答案：没填、类型、形状（shapes 里是 (诊断名, 形状, 提示)）、典型错误（looks）、
+    舍入，最后是平铺直叙的“与正确结果不一致”。对了返回 None，不对抛 HomeworkWrong。
+    """
+    from .errors import HomeworkWrong
+    from .values import TOLERANCE, TOLERANCE_TEXT, float_tensor, require
+
+    require(**{name: value})
+    got = float_tensor(value, name, what)
+    if got.shape != truth.shape:
+        hint = next(((n, h) for n, shape, h in shapes if tuple(got.shape) == tuple(shape)), None)
+        raise HomeworkWrong(f"检查 {name} 的形状：应该是 {tuple(truth.shape)}，收到 {tuple(got.shape)}。"
+                            + (hint[1] if hint else ""), hint[0] if hint else "shape")
+    if not torch.isfinite(got).all():
+        raise HomeworkWrong(f"{name} 里有无穷大：检查计算过程（遮蔽的 -inf 只该出现在 softmax 之前）",
+                            "inf")
+    if close(got, truth):
+        return
+    row = first_look(got, truth, looks, ctx)
+    if row is not None:
+        raise HomeworkWrong(f"检查 {name}：{row.message}", row.name)
+    rounding = rounding_hint(got, truth)
+    if rounding is not None:
+        raise HomeworkWrong(f"检查 {name} 的数值：{rounding}", "rounding")
+    bad = ~torch.isclose(got, truth.to(got.dtype), **TOLERANCE)
+    first = tuple(bad.nonzero()[0].tolist())
+    raise HomeworkWrong(
+        f"检查 {name}：与正确结果不一致（{TOLERANCE_TEXT}）：{int(bad.sum())} 个元素不相等，"
+        f"{int((~bad).sum())} 个相等；第一个不相等的在下标 {list(first)}（你的是 {got[first].item():.4f}）。"
+        "把这一步的中间结果打印出来，逐步和公式核对", "values")
+
+
+def given_input(x, name: str = "x") -> torch.Tensor:
+    """题目给的 [batch, seq, d_model] 浮点张量；不是的话请学生重新运行给数据的单元。"""
+    from .errors import HomeworkWrong
+
+    if not isinstance(x, torch.Tensor) or x.dim() != 3 or not x.dtype.is_floating_point \
+            or x.device.type != "cpu" or not torch.isfinite(x).all():
+        raise HomeworkWrong(f"题目给的 {name} 应是 CPU 上的三维浮点张量 [batch, seq, d_model]："
+                            "请重新运行上面给出数据的单元", "given")
+    return x.detach()
+
+
+def given_module(module, kind: type, name: str, d_model: int):
+    """题目给的模块（mha、block）：类型和宽度对得上才用它。"""
+    from .errors import HomeworkWrong
+
+    if not isinstance(module, kind) or getattr(module, "d_model", None) not in (None, d_model):
+        raise HomeworkWrong(f"题目给的 {name} 应是 {kind.__name__}，宽度 {d_model}："
+                            "请重新运行上面给出数据的单元", "given")
+    return module

@@ -1,0 +1,86 @@
+"""作业 5（一）：亲手算 LayerNorm（见第 6 节）。"""
+
+from __future__ import annotations
+
+import torch
+
+from .errors import HomeworkWrong
+from .hints import Looks, given_input, judge_tensor
+from .values import passed
+
+
+def layer_norm_by_steps(h: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float, *,
+                        dims=(-1,), unbiased: bool = False, eps_where: str = "inside",
+                        affine: str = "both", divide: bool = True) -> torch.Tensor:
+    """LayerNorm = γ ⊙ (h − 均值) / √(方差 + ε) + β，均值、方差沿 dims；参数可以换成典型的错误做法。"""
+    h, gamma, beta = h.double(), gamma.double(), beta.double()
+    centred = h - h.mean(dim=dims, keepdim=True)
+    var = h.var(dim=dims, keepdim=True, unbiased=unbiased)
+    if eps_where == "inside":
+        spread = torch.sqrt(var + eps)
+    elif eps_where == "outside":
+        spread = torch.sqrt(var) + eps
+    else:
+        spread = torch.sqrt(var)
+    normed = centred / spread if divide else centred
+    if affine == "both":
+        return gamma * normed + beta
+    if affine == "no_gamma":
+        return normed + beta
+    if affine == "no_beta":
+        return gamma * normed
+    if affine == "swapped":
+        return beta * normed + gamma
+    return normed
+
+
+def _ln(**kw):
+    return lambda c: layer_norm_by_steps(c.h, c.gamma, c.beta, c.eps, **kw)
+
+
+LOOKS = (
+    Looks("no_affine", _ln(affine="none"),
+          "像是忘了 γ 和 β：标准化之后还要乘 gamma、加 beta（它们是可学习的参数）"),
+    Looks("no_gamma", _ln(affine="no_gamma"), "像是忘了乘 γ（gamma）：标准化之后先乘 gamma，再加 beta"),
+    Looks("no_beta", _ln(affine="no_beta"), "像是忘了加 β（beta）：乘完 gamma 还要加 beta"),
+    Looks("gamma_beta_swapped", _ln(affine="swapped"), "gamma 和 beta 像是用反了：乘的是 gamma，加的是 beta"),
+    Looks("wrong_axis_seq", _ln(dims=(1,)),
+          "均值和方差像是沿 seq 维（dim=1）算的：LayerNorm 是每个 token 自己跟自己比，"
+          "沿最后一维（d_model，dim=-1）算"),
+    Looks("wrong_axis_all", _ln(dims=(1, 2)),
+          "均值和方差像是对整个张量（所有 token 一起）算的：LayerNorm 对每个 token 单独算，沿最后一维"),
+    Looks("unbiased_variance", _ln(unbiased=True),
+          "方差像是用了无偏估计（除以 n − 1，torch.var 的默认做法）：LayerNorm 除以 n，"
+          "用 var(dim=-1, unbiased=False)，或者 ((h - mean) ** 2).mean(dim=-1)"),
+    Looks("no_eps", _ln(eps_where="none"),
+          "像是没有加 ε：这里 h 的数很小，方差也小，ε = 1e-5 的作用看得出来。分母是 √(方差 + ε)"),
+    Looks("eps_outside_sqrt", _ln(eps_where="outside"),
+          "ε 像是加在了开方之后（std + ε）：分母是 √(方差 + ε)，ε 加在根号里面"),
+    Looks("not_divided", _ln(divide=False), "像是只减了均值，没有除以 √(方差 + ε)"),
+)
+
+
+class _Data:
+    def __init__(self, h, gamma, beta, eps):
+        self.h, self.gamma, self.beta, self.eps = h.detach(), gamma.detach(), beta.detach(), float(eps)
+
+
+def judge_layer_norm(ln_out, h, gamma, beta, eps=1e-5) -> str:
+    """作业 5（一）：ln_out = γ ⊙ (h − 均值) / √(方差 + ε) + β，均值和方差沿最后一维、方差除以 n
+    （见第 6 节 LayerNorm）。"""
+    h = given_input(h, "h")
+    d = h.shape[-1]
+    params = []
+    for name, p in (("gamma", gamma), ("beta", beta)):
+        if not isinstance(p, torch.Tensor) or tuple(p.shape) != (d,) or not p.dtype.is_floating_point:
+            raise HomeworkWrong(f"题目给的 {name} 应是长度 {d} 的浮点张量：请重新运行上面给出数据的单元", "given")
+        params.append(p.detach())
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < 1:
+        raise HomeworkWrong("题目给的 eps 应是一个很小的正数（1e-5）：请重新运行上面给出数据的单元", "given")
+    c = _Data(h, *params, eps)
+    truth = layer_norm_by_steps(c.h, c.gamma, c.beta, c.eps)
+    judge_tensor(ln_out, "ln_out", truth, LOOKS, c, what=f"形状 {tuple(truth.shape)} 的浮点张量", shapes=(
+        ("reduced", tuple(truth.shape[:-1]), "像是只交了每个 token 的均值或方差：LayerNorm 的输出和输入同形"),
+        ("keepdim", tuple(truth.shape[:-1]) + (1,), "像是只交了每个 token 的均值或方差：LayerNorm 的输出和输入同形"),
+    ))
+    return passed(5, f"ln_out 的形状是 {tuple(truth.shape)}，与 nn.LayerNorm（同样的 γ、β、ε）的输出一致")

@@ -1,0 +1,538 @@
+"""作业检查器的案例表：典型的错误答案和它该得到的诊断，以及少见但正确、必须通过的写法。
+
+每个案例：哪道小题、一句说明、怎样由题目数据 x 造出答案（学生会写的代码）、期望的结果——
+"pass"、"not_filled"，或者诊断表里那一行的名字（HomeworkWrong.diagnosis）。
+given 给出学生在笔记本里改动过的题目数据（q = Q[2]、scores /= …、seq_len = 4……），笔记本里的
+检查器拿到的是它们，批改程序拿不到：两边的判定必须相同。
+
+tests/test_homework_cases.py 用它；tools 里没有副本。
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+NEG_INF = float("-inf")
+
+
+@dataclass(frozen=True)
+class Case:
+    key: str
+    label: str
+    make: Callable[[dict], dict]
+    expect: str
+    given: Callable[[dict], dict] = field(default=lambda x: {})
+
+
+def _tril(n=3):
+    return torch.tril(torch.ones(n, n))
+
+
+def _loop(x, fill):
+    Q, K = x["Q"], x["K"]
+    S = torch.zeros(3, 3)
+    for i in range(3):
+        for j in range(3):
+            v = fill(Q, K, i, j)
+            if v is not None:
+                S[i, j] = v
+    return S
+
+
+def _weights(s, fill=NEG_INF, mask=None, dim=-1):
+    mask = _tril() if mask is None else mask
+    return torch.softmax(s.masked_fill(mask == 0, fill), dim=dim)
+
+
+# ---------------------------------------------------------------- 1（一）score
+
+def _dot_cases():
+    c = []
+    add = lambda label, make, expect, given=None: c.append(
+        Case("1a", label, lambda x, m=make: {"score": m(x)}, expect, given or (lambda x: {})))
+    dot = lambda x: (x["q"] * x["k"]).sum()
+    # 少见但正确
+    add("(q * k).sum()", dot, "pass")
+    add("float(...)", lambda x: float(dot(x)), "pass")
+    add("(q*k).sum().item()", lambda x: dot(x).item(), "pass")
+    add("q @ k", lambda x: x["q"] @ x["k"], "pass")
+    add("torch.dot", lambda x: torch.dot(x["q"], x["k"]), "pass")
+    add("torch.inner", lambda x: torch.inner(x["q"], x["k"]), "pass")
+    add("einsum", lambda x: torch.einsum("i,i->", x["q"], x["k"]), "pass")
+    add("numpy", lambda x: (x["q"].numpy() * x["k"].numpy()).sum(), "pass")
+    add("np.dot float64", lambda x: np.dot(x["q"].double().numpy(), x["k"].double().numpy()), "pass")
+    add("(Q @ K.T)[1, 2]", lambda x: (x["Q"] @ x["K"].T)[1, 2], "pass")
+    add("python 循环", lambda x: sum(float(a) * float(b) for a, b in zip(x["q"], x["k"])), "pass")
+    add("float64", lambda x: x["q"].double() @ x["k"].double(), "pass")
+    add("[[score]] 的 0 维张量", lambda x: torch.tensor([[dot(x).item()]]).squeeze(), "pass")
+    add("q.mul_(k); score = q.sum()（改了 q，分数却对）", lambda x: dot(x), "pass",
+        lambda x: {"q": x["q"] * x["k"], "Q": torch.cat([x["Q"][:1], (x["q"] * x["k"])[None], x["Q"][2:]])})
+    # 错误
+    add("忘了 .sum()", lambda x: x["q"] * x["k"], "shape_not_summed")
+    add("外积", lambda x: torch.outer(x["q"], x["k"]), "shape_matrix")
+    add("整张分数矩阵", lambda x: x["Q"] @ x["K"].T, "shape_matrix")
+    add("[1, 1] 的矩阵", lambda x: x["q"][None] @ x["k"][:, None], "shape_other")
+    add("一维长度 1", lambda x: dot(x)[None], "shape_other")
+    add("除以 √d_k", lambda x: dot(x) / 2, "scaled")
+    add(".mean()", lambda x: (x["q"] * x["k"]).mean(), "mean")
+    add("负号", lambda x: -dot(x), "sign")
+    add("相减", lambda x: -(x["q"] * x["k"]).sum(), "sign")
+    add("先求和再相乘", lambda x: x["q"].sum() * x["k"].sum(), "sum_then_multiply")
+    add("q·q", lambda x: (x["q"] * x["q"]).sum(), "q_with_itself")
+    add("k·k", lambda x: (x["k"] * x["k"]).sum(), "k_with_itself")
+    add("距离平方", lambda x: (x["q"] - x["k"]).pow(2).sum(), "distance")
+    add("余弦相似度", lambda x: F.cosine_similarity(x["q"], x["k"], dim=0), "cosine")
+    add("除以两个长度", lambda x: dot(x) / (x["q"].norm() * x["k"].norm()), "cosine")
+    add("取整", lambda x: float(int(dot(x))), "rounding")
+    for d in (1, 2, 3):
+        add(f"四舍五入到 {d} 位", lambda x, d=d: round(float(dot(x)), d), "rounding")
+    n = 3
+    for a in range(n):
+        for b in range(n):
+            if (a, b) == (1, 2):
+                continue
+            expect = "swapped_roles" if (a, b) == (2, 1) else "wrong_rows"
+            add(f"Q[{a}]·K[{b}]", lambda x, a=a, b=b: (x["Q"][a] * x["K"][b]).sum(), expect)
+    for a in range(n):
+        for b in range(a, n):
+            if (a, b) != (1, 1):
+                add(f"Q[{a}]·Q[{b}]", lambda x, a=a, b=b: (x["Q"][a] * x["Q"][b]).sum(), "both_from_Q")
+            if (a, b) != (2, 2):
+                add(f"K[{a}]·K[{b}]", lambda x, a=a, b=b: (x["K"][a] * x["K"][b]).sum(), "both_from_K")
+    add("q = Q[2]（改了 q）", lambda x: (x["Q"][2] * x["k"]).sum(), "wrong_rows",
+        lambda x: {"q": x["Q"][2]})
+    add("Q = Q / √d_k 之后再取 q", lambda x: dot(x) / 2, "scaled",
+        lambda x: {"q": x["q"] / 2, "Q": x["Q"] / 2})
+    add("加了 1", lambda x: dot(x) + 1, "values")
+    add("(q + k).sum()", lambda x: (x["q"] + x["k"]).sum(), "values")
+    add("只有 q.sum()", lambda x: x["q"].sum(), "values")
+    add("除以 d_k（q @ k / 4）", lambda x: x["q"] @ x["k"] / 4, "mean")
+    add("np.round 2 位", lambda x: np.round(float(dot(x)), 2), "rounding")
+    add("torch.dot(q, q)", lambda x: torch.dot(x["q"], x["q"]), "q_with_itself")
+    add("q * k 的列表", lambda x: (x["q"] * x["k"]).tolist(), "shape_not_summed")
+    add("没填", lambda x: None, "not_filled")
+    add("半精度", lambda x: dot(x).half(), "dtype")
+    add("字符串", lambda x: "0.28", "type")
+    add("NaN", lambda x: float("nan"), "nan")
+    return c
+
+
+# ---------------------------------------------------------------- 1（二）S
+
+def _matrix_cases():
+    c = []
+    add = lambda label, make, expect, given=None: c.append(
+        Case("1b", label, lambda x, m=make: {"S": m(x)}, expect, given or (lambda x: {})))
+    S = lambda x: x["Q"] @ x["K"].T
+    add("Q @ K.T", S, "pass")
+    add("torch.matmul + transpose", lambda x: torch.matmul(x["Q"], x["K"].transpose(0, 1)), "pass")
+    add("einsum", lambda x: torch.einsum("id,jd->ij", x["Q"], x["K"]), "pass")
+    add("两层循环", lambda x: _loop(x, lambda Q, K, i, j: (Q[i] * K[j]).sum()), "pass")
+    add("广播再求和", lambda x: (x["Q"][:, None, :] * x["K"][None]).sum(-1), "pass")
+    add("numpy", lambda x: x["Q"].numpy() @ x["K"].numpy().T, "pass")
+    add("F.linear", lambda x: F.linear(x["Q"], x["K"]), "pass")
+    add("tolist", lambda x: S(x).tolist(), "pass")
+    add("float64", lambda x: x["Q"].double() @ x["K"].double().T, "pass")
+    add("Q @ K.mT", lambda x: x["Q"] @ x["K"].mT, "pass")
+    add("K @ Q.T", lambda x: x["K"] @ x["Q"].T, "transposed")
+    add("循环写成 S[j, i]", lambda x: _loop(x, lambda Q, K, i, j: (Q[j] * K[i]).sum()), "transposed")
+    add("除以 √d_k", lambda x: S(x) / 2, "scaled")
+    add("Q = Q / √d_k（改了 Q）", lambda x: (x["Q"] / 2) @ x["K"].T, "scaled", lambda x: {"Q": x["Q"] / 2})
+    add("除以 d_k", lambda x: S(x) / 4, "divided_by_d_k")
+    add("softmax 行", lambda x: torch.softmax(S(x), -1), "softmax_rows")
+    add("softmax 列", lambda x: torch.softmax(S(x), 0), "softmax_columns")
+    add("注意力权重", lambda x: torch.softmax(S(x) / 2, -1), "attention_weights")
+    add("负号", lambda x: -S(x), "sign")
+    add("Q @ Q.T", lambda x: x["Q"] @ x["Q"].T, "q_q")
+    add("K @ K.T", lambda x: x["K"] @ x["K"].T, "k_k")
+    add("第二个下标写成 i", lambda x: _loop(x, lambda Q, K, i, j: (Q[i] * K[i]).sum()), "row_index")
+    add("第一个下标写成 j", lambda x: _loop(x, lambda Q, K, i, j: (Q[j] * K[j]).sum()), "column_index")
+    add("range(seq_len - 1) 的 i", lambda x: _loop(x, lambda Q, K, i, j: (Q[i] * K[j]).sum() if i < 2 else None),
+        "last_row_unfilled")
+    add("range(seq_len - 1) 的 j", lambda x: _loop(x, lambda Q, K, i, j: (Q[i] * K[j]).sum() if j < 2 else None),
+        "last_column_unfilled")
+    add("两个 range 都少一", lambda x: _loop(x, lambda Q, K, i, j: (Q[i] * K[j]).sum() if i < 2 and j < 2 else None),
+        "last_row_and_column_unfilled")
+    add("全 0（循环没有写回）", lambda x: torch.zeros(3, 3), "all_zero")
+    add("(Q @ K.T) * tril", lambda x: S(x) * _tril(), "lower_triangle_only")
+    add("masked_fill 成 0", lambda x: S(x).masked_fill(_tril() == 0, 0.0), "lower_triangle_only")
+    add("跳过了 i == j", lambda x: _loop(x, lambda Q, K, i, j: (Q[i] * K[j]).sum() if i != j else None),
+        "diagonal_zero")
+    add("循环在 (1, 1) 出错停下", lambda x: _loop(x, lambda Q, K, i, j: (Q[i] * K[j]).sum() if i * 3 + j < 4 else None),
+        "stopped")
+    add("循环在 (0, 2) 出错停下", lambda x: _loop(x, lambda Q, K, i, j: (Q[i] * K[j]).sum() if i * 3 + j < 2 else None),
+        "stopped")
+    add("只填了对角线", lambda x: torch.diag(S(x).diagonal()), "diagonal_only")
+    add("四舍五入 2 位", lambda x: torch.round(S(x), decimals=2), "rounding")
+    add("四舍五入 1 位", lambda x: torch.round(S(x), decimals=1), "rounding")
+    add("已经遮蔽成 -inf", lambda x: S(x).masked_fill(_tril() == 0, NEG_INF), "masked")
+    add("Q.T @ K", lambda x: x["Q"].T @ x["K"], "shape_features")
+    add("Q * K", lambda x: x["Q"] * x["K"], "shape_elementwise")
+    add("多一维", lambda x: S(x)[None], "shape_extra_dim")
+    add("只有两行", lambda x: S(x)[:2], "shape_other")
+    add("加了 1", lambda x: S(x) + 1, "cells")
+    add("一格算错", lambda x: S(x).index_put((torch.tensor(1), torch.tensor(2)), torch.tensor(5.0)), "cells")
+    add("K 的行反了", lambda x: x["Q"] @ x["K"].flip(0).T, "cells")
+    add("einsum 写反 ij->ji", lambda x: torch.einsum("id,jd->ji", x["Q"], x["K"]), "transposed")
+    add("K.T @ Q 的形状", lambda x: x["K"].T @ x["Q"], "shape_features")
+    add("Q @ Q.T / √d_k", lambda x: x["Q"] @ x["Q"].T, "q_q")
+    add("负的转置", lambda x: -(x["K"] @ x["Q"].T), "cells")
+    add("没填", lambda x: None, "not_filled")
+    add("整数张量", lambda x: S(x).long(), "dtype")
+    return c
+
+
+# ---------------------------------------------------------------- 2（一）mask
+
+def _mask_cases():
+    c = []
+    add = lambda label, make, expect, given=None: c.append(
+        Case("2a", label, lambda x, m=make: {"mask": m(x)}, expect, given or (lambda x: {})))
+    add("tril(ones)", lambda x: _tril(), "pass")
+    add("bool", lambda x: _tril().bool(), "pass")
+    add("int64", lambda x: torch.tril(torch.ones(3, 3, dtype=torch.int64)), "pass")
+    add("uint8", lambda x: torch.tril(torch.ones(3, 3, dtype=torch.uint8)), "pass")
+    add("numpy bool", lambda x: np.tril(np.ones((3, 3), dtype=bool)), "pass")
+    add("numpy float", lambda x: np.tril(np.ones((3, 3))), "pass")
+    add("列表", lambda x: [[1, 0, 0], [1, 1, 0], [1, 1, 1]], "pass")
+    add("arange 比较", lambda x: torch.arange(3)[:, None] >= torch.arange(3), "pass")
+    add("~triu(…, 1)", lambda x: ~torch.ones(3, 3, dtype=torch.bool).triu(1), "pass")
+    add("float64", lambda x: _tril().double(), "pass")
+    add("triu", lambda x: torch.triu(torch.ones(3, 3)), "triu")
+    add("含义反了（bool）", lambda x: torch.triu(torch.ones(3, 3, dtype=torch.bool), diagonal=1), "inverted")
+    add("1 - tril", lambda x: 1 - _tril(), "inverted")
+    add("全 1", lambda x: torch.ones(3, 3), "all_ones")
+    add("全 0", lambda x: torch.zeros(3, 3), "all_zero")
+    add("tril(diagonal=1)", lambda x: torch.tril(torch.ones(3, 3), diagonal=1), "diagonal_plus_one")
+    add("tril(diagonal=-1)", lambda x: torch.tril(torch.ones(3, 3), diagonal=-1), "diagonal_minus_one")
+    add("eye", lambda x: torch.eye(3), "eye")
+    add("seq_len = 4 留下来的 4×4", lambda x: torch.tril(torch.ones(4, 4)), "shape", lambda x: {"seq_len": 4})
+    add("2×2", lambda x: torch.tril(torch.ones(2, 2)), "shape")
+    add("多一维", lambda x: _tril()[None], "shape")
+    add("-inf 的加性 mask", lambda x: torch.zeros(3, 3).masked_fill(_tril() == 0, NEG_INF), "additive")
+    add("-1e9 的加性 mask", lambda x: torch.zeros(3, 3).masked_fill(_tril() == 0, -1e9), "additive")
+    add("乘了 2", lambda x: _tril() * 2, "values_range")
+    add("NaN", lambda x: torch.full((3, 3), float("nan")), "nan")
+    add("一格错", lambda x: _tril().index_put((torch.tensor(2), torch.tensor(0)), torch.tensor(0.0)), "cells")
+    add("tril(diagonal=-2)", lambda x: torch.tril(torch.ones(3, 3), diagonal=-2), "cells")
+    add("triu(…, 1) 的 0/1（浮点）", lambda x: torch.triu(torch.ones(3, 3), 1), "inverted")
+    add("tril == 0", lambda x: _tril() == 0, "inverted")
+    add("triu == 0", lambda x: torch.triu(torch.ones(3, 3)) == 0, "diagonal_minus_one")
+    add("numpy triu", lambda x: np.triu(np.ones((3, 3))), "triu")
+    add("列表写成上三角", lambda x: [[1, 1, 1], [0, 1, 1], [0, 0, 1]], "triu")
+    add("tril(diagonal=2)", lambda x: torch.tril(torch.ones(3, 3), 2), "all_ones")
+    add("mask.T", lambda x: _tril().T, "triu")
+    add("[3, 3, 1]", lambda x: _tril()[..., None], "shape")
+    add("seq_len = 4 留下来，mask 却是 3×3", lambda x: _tril(), "pass", lambda x: {"seq_len": 4})
+    add("没填", lambda x: None, "not_filled")
+    add("字符串", lambda x: "tril", "type")
+    return c
+
+
+# ---------------------------------------------------------------- 2（二）weights
+
+def _weights_cases():
+    c = []
+    add = lambda label, make, expect, given=None: c.append(
+        Case("2b", label, lambda x, m=make: {"weights": m(x)}, expect, given or (lambda x: {})))
+    W = lambda x: _weights(x["scores"])
+    s = lambda x: x["scores"]
+    fut = lambda: _tril() == 0
+    add("正确", W, "pass")
+    add("float64", lambda x: W(x).double(), "pass")
+    add("numpy", lambda x: W(x).numpy(), "pass")
+    add("F.scaled_dot_product_attention（V 用单位矩阵）",
+        lambda x: F.scaled_dot_product_attention(x["Q"], x["K"], torch.eye(3), is_causal=True), "pass")
+    add("填 -1e9", lambda x: _weights(s(x), -1e9), "pass")
+    add("填 finfo.min", lambda x: _weights(s(x), torch.finfo(torch.float32).min), "pass")
+    add("bool mask", lambda x: torch.softmax(s(x).masked_fill(~_tril().bool(), NEG_INF), -1), "pass")
+    add("torch.where", lambda x: torch.softmax(torch.where(_tril().bool(), s(x), NEG_INF), -1), "pass")
+    add("加性 mask", lambda x: torch.softmax(s(x) + torch.zeros(3, 3).masked_fill(fut(), NEG_INF), -1), "pass")
+    add("先 softmax 再遮蔽、再按行归一化",
+        lambda x: (lambda p: p / p.sum(-1, keepdim=True))(torch.softmax(s(x), -1) * _tril()), "pass")
+    add("手写 exp / sum", lambda x: (lambda e: e / e.sum(-1, keepdim=True))(torch.exp(s(x)) * _tril()), "pass")
+    add("nn.Softmax(dim=1)", lambda x: torch.nn.Softmax(dim=1)(s(x).masked_fill(fut(), NEG_INF)), "pass")
+    add("填 -100", lambda x: _weights(s(x), -100.0), "pass")
+    add("单位矩阵", lambda x: torch.eye(3), "eye")
+    add("平均分配", lambda x: _tril() / _tril().sum(-1, keepdim=True), "uniform")
+    add("scores 本身", s, "scores_themselves")
+    add("遮蔽成 0、没 softmax", lambda x: s(x).masked_fill(fut(), 0.0), "masked_with_zero_no_softmax")
+    add("先 softmax 再乘 mask", lambda x: torch.softmax(s(x), -1) * _tril(), "softmax_then_mask")
+    add("没有遮蔽", lambda x: torch.softmax(s(x), -1), "no_mask")
+    add("填 0", lambda x: _weights(s(x), 0.0), "filled_zero")
+    add("乘 mask 再 softmax", lambda x: torch.softmax(s(x) * _tril(), -1), "filled_zero")
+    add("mask 加到分数上", lambda x: torch.softmax(s(x) + _tril(), -1), "mask_added")
+    add("遮蔽反了 -1e9", lambda x: torch.softmax(s(x).masked_fill(_tril() == 1, -1e9), -1), "inverted")
+    add("遮蔽反了 -inf", lambda x: torch.softmax(s(x).masked_fill(_tril() == 1, NEG_INF), -1), "inverted")
+    add("遮蔽反了 mask.bool()", lambda x: torch.softmax(s(x).masked_fill(_tril().bool(), NEG_INF), -1), "inverted")
+    add("tril(diagonal=1)", lambda x: _weights(s(x), mask=torch.tril(torch.ones(3, 3), 1)), "diagonal_plus_one")
+    add("dim=0", lambda x: _weights(s(x), dim=0), "wrong_dim")
+    add("triu 遮蔽", lambda x: _weights(s(x), mask=_tril().T), "triu")
+    add("只做了 exp", lambda x: torch.exp(s(x).masked_fill(fut(), NEG_INF)), "exp_only")
+    add("转置", lambda x: W(x).T, "transposed")
+    add("没缩放的分数", lambda x: _weights(x["Q"] @ x["K"].T), "unscaled")
+    add("scores = Q @ K.T（改了 scores）", lambda x: _weights(x["Q"] @ x["K"].T), "unscaled",
+        lambda x: {"scores": x["Q"] @ x["K"].T})
+    add("又除了 √d_k", lambda x: _weights(s(x) / 2), "scaled_twice")
+    add("scores /= √d_k 原地改了", lambda x: _weights(s(x) / 2), "scaled_twice",
+        lambda x: {"scores": x["scores"] / 2})
+    add("除以 d_k", lambda x: _weights(x["Q"] @ x["K"].T / 4), "scaled_twice")
+    add("没 softmax（-inf）", lambda x: s(x).masked_fill(fut(), NEG_INF), "not_softmaxed")
+    add("log_softmax", lambda x: torch.log_softmax(s(x).masked_fill(fut(), NEG_INF), -1), "log_softmax")
+    add("softmax 之后填 -inf", lambda x: torch.softmax(s(x), -1).masked_fill(fut(), NEG_INF), "softmax_then_neg_inf")
+    add("没缩放、没 softmax", lambda x: (x["Q"] @ x["K"].T).masked_fill(fut(), NEG_INF), "unscaled_not_softmaxed")
+    add("对角线也遮住", lambda x: _weights(s(x), mask=torch.tril(torch.ones(3, 3), -1)), "diagonal_masked")
+    add("填 +inf", lambda x: _weights(s(x), float("inf")), "filled_pos_inf")
+    add("填 -10", lambda x: _weights(s(x), -10.0), "small_leak")
+    add("填 -5", lambda x: _weights(s(x), -5.0), "small_leak")
+    add("四舍五入 2 位", lambda x: torch.round(W(x), decimals=2), "rounding")
+    add("四舍五入 3 位", lambda x: torch.round(W(x), decimals=3), "rounding")
+    add("少一行", lambda x: W(x)[:2], "shape")
+    add("多一维", lambda x: W(x)[None], "shape")
+    add("半精度", lambda x: W(x).half(), "dtype")
+    add("整数", lambda x: W(x).long(), "dtype")
+    add("别的分数的权重", lambda x: _weights(torch.randn(3, 3, generator=torch.Generator().manual_seed(1))), "values")
+    add("乘了 0.5", lambda x: W(x) * 0.5, "row_sums")
+    add("triu 遮蔽 -1e9", lambda x: _weights(s(x), -1e9, mask=_tril().T), "triu")
+    add("dim=0，填 -1e9", lambda x: _weights(s(x), -1e9, dim=0), "wrong_dim")
+    add("没缩放，填 -1e9", lambda x: _weights(x["Q"] @ x["K"].T, -1e9), "unscaled")
+    add("对 mask 本身做 softmax", lambda x: _weights(_tril()), "uniform")
+    add("masked_fill(~eye)", lambda x: _weights(s(x), mask=torch.eye(3)), "eye")
+    add("F.softmax(dim=0)", lambda x: F.softmax(s(x).masked_fill(fut(), NEG_INF), dim=0), "wrong_dim")
+    add("softmax 后乘 bool mask", lambda x: torch.softmax(s(x), -1) * _tril().bool(), "softmax_then_mask")
+    add("填 -1", lambda x: _weights(s(x), -1.0), "small_leak")
+    add("没填", lambda x: None, "not_filled")
+    return c
+
+
+# ---------------------------------------------------------------- 3 FFN 参数
+
+H, FF = 512, 2048
+R1, R2 = FF * H + FF, H * FF + H
+
+
+def _ffn_cases():
+    c = []
+
+    def add(label, w1, w2, total, expect):
+        c.append(Case("3", label, lambda x, a=(w1, w2, total): dict(zip(
+            ("w1_params", "w2_params", "total_params"), a)), expect))
+
+    add("正确", R1, R2, R1 + R2, "pass")
+    add("numpy 整数", np.int64(R1), np.int32(R2), np.int64(R1 + R2), "pass")
+    add("0 维整数张量", torch.tensor(R1), torch.tensor(R2), torch.tensor(R1 + R2), "pass")
+    add("int(...) 之后", int(float(R1)), R2, R1 + R2, "pass")
+    add("nn.Linear 数出来", sum(p.numel() for p in torch.nn.Linear(H, FF).parameters()),
+        sum(p.numel() for p in torch.nn.Linear(FF, H).parameters()), R1 + R2, "pass")
+    add("W1 漏偏置", FF * H, R2, FF * H + R2, "no_bias")
+    add("W2 漏偏置", R1, FF * H, R1 + FF * H, "no_bias")
+    add("两层都漏偏置", FF * H, FF * H, 2 * FF * H, "no_bias")
+    add("W1 偏置按输入", FF * H + H, R2, FF * H + H + R2, "bias_by_input")
+    add("W2 偏置按输入", R1, FF * H + FF, R1 + FF * H + FF, "bias_by_input")
+    add("两层偏置都按输入（= 对调）", FF * H + H, FF * H + FF, R1 + R2, "swapped")
+    add("对调", R2, R1, R1 + R2, "swapped")
+    add("一层一个偏置", FF * H + 1, R2, FF * H + 1 + R2, "one_bias")
+    add("W1 含两层偏置", FF * H + FF + H, R2, FF * H + FF + H + R2, "both_biases")
+    add("W1 含两层", 2 * FF * H + FF + H, R2, 2 * FF * H + FF + H + R2, "both_layers")
+    add("W1 两层权重", 2 * FF * H, R2, 2 * FF * H + R2, "both_layers")
+    add("维度相加", FF + H, R2, FF + H + R2, "added_dims")
+    add("维度相加再加偏置", FF + H + FF, R2, FF + H + FF + R2, "added_dims")
+    add("d_ff 自乘", FF * FF + FF, R2, FF * FF + FF + R2, "squared_dim")
+    add("hidden 自乘", R1, H * H + H, R1 + H * H + H, "squared_dim")
+    add("约一百万", 1_050_000, R2, 1_050_000 + R2, "approximate")
+    add("约 105 万（W2）", R1, 1_050_000, R1 + 1_050_000, "approximate")
+    add("差一", R1 + 1, R2, R1 + 1 + R2, "off_by_one")
+    add("少一", R1, R2 - 1, R1 + R2 - 1, "off_by_one")
+    add("(h+1)*(f+1)", (H + 1) * (FF + 1), R2, (H + 1) * (FF + 1) + R2, "both_dims_plus_one")
+    add("偏置算了两遍", FF * H + 2 * FF, R2, FF * H + 2 * FF + R2, "bias_twice")
+    add("W1 是别的数", 12_345, R2, 12_345 + R2, "layer")
+    add("W2 偏置按输入、W1 对", R1, FF * H + FF, R1 + FF * H + FF, "bias_by_input")
+    add("W2 一层一个偏置", R1, FF * H + 1, R1 + FF * H + 1, "one_bias")
+    add("W2 含两层", R1, 2 * FF * H + FF + H, R1 + 2 * FF * H + FF + H, "both_layers")
+    add("W2 偏置两遍", R1, FF * H + 2 * H, R1 + FF * H + 2 * H, "bias_twice")
+    add("W2 (h+1)*(f+1)", R1, (H + 1) * (FF + 1), R1 + (H + 1) * (FF + 1), "both_dims_plus_one")
+    add("W2 约 105 万", R1, 1_049_000, R1 + 1_049_000, "approximate")
+    add("总数约 2,099,000", R1, R2, 2_099_000, "total_approximate")
+    add("总数漏偏置", R1, R2, 2 * FF * H, "total_no_bias")
+    add("总数一层偏置", R1, R2, 2 * FF * H + FF, "total_one_bias")
+    add("总数乘 2", R1, R2, 2 * R1, "total_doubled")
+    add("总数相乘", R1, R2, R1 * R2, "total_product")
+    add("总数约 210 万", R1, R2, 2_100_000, "total_approximate")
+    add("总数加了 LayerNorm", R1, R2, R1 + R2 + 2 * H, "total_layernorm")
+    add("总数除以 2", R1, R2, (R1 + R2) // 2, "total_halved")
+    add("总数差一", R1, R2, R1 + R2 + 1, "total_off_by_one")
+    add("总数乱写", R1, R2, 123, "total")
+    add("浮点数", float(R1), R2, R1 + R2, "float_count")
+    add("除法得到的浮点总数", R1, R2, (R1 + R2) / 1, "float_count")
+    add("浮点张量", torch.tensor(float(R1)), R2, R1 + R2, "float_count")
+    add("布尔", True, R2, R1 + R2, "type")
+    add("字符串", "一百万", R2, R1 + R2, "type")
+    add("一维张量", torch.tensor([R1]), R2, R1 + R2, "shape")
+    add("w1 没填", None, R2, R1 + R2, "not_filled")
+    add("都没填", None, None, None, "not_filled")
+    return c
+
+
+CASES: list[Case] = _dot_cases() + _matrix_cases() + _mask_cases() + _weights_cases() + _ffn_cases()
+
+
+# ---------------------------------------------------------------- 4（一）拆头、合并；4（二）多头注意力
+
+def _split(x):
+    return x.view(1, 3, 2, 4).transpose(1, 2)
+
+
+def _heads_cases():
+    c = []
+
+    def add(label, heads, merged, expect, given=None):
+        c.append(Case("4a", label, lambda x, h=heads, m=merged: {"heads": h(x), "merged": m(x)}, expect,
+                      given or (lambda x: {})))
+
+    right_h = lambda x: _split(x["x"])
+    right_m = lambda x: _split(x["x"]).transpose(1, 2).contiguous().view(1, 3, 8)
+    add("view + transpose，transpose + contiguous + view", right_h, right_m, "pass")
+    add("reshape 与 permute", lambda x: x["x"].reshape(1, 3, 2, 4).permute(0, 2, 1, 3),
+        lambda x: _split(x["x"]).permute(0, 2, 1, 3).reshape(1, 3, 8), "pass")
+    add("einops 式的 unflatten", lambda x: x["x"].unflatten(-1, (2, 4)).transpose(1, 2),
+        lambda x: _split(x["x"]).transpose(1, 2).flatten(2), "pass")
+    add("torch.stack 按头切片", lambda x: torch.stack([x["x"][..., :4], x["x"][..., 4:]], dim=1),
+        lambda x: torch.cat([_split(x["x"])[:, 0], _split(x["x"])[:, 1]], dim=-1), "pass")
+    add("numpy", lambda x: _split(x["x"]).numpy(), lambda x: x["x"].numpy(), "pass")
+    add("merged 直接用 x.clone()", right_h, lambda x: x["x"].clone(), "pass")
+    add("直接 view 成 [1, 2, 3, 4]", lambda x: x["x"].view(1, 2, 3, 4), right_m, "view_without_transpose")
+    add("reshape 成 [1, 2, 3, 4]", lambda x: x["x"].reshape(1, 2, 3, 4), right_m, "view_without_transpose")
+    add("头交错", lambda x: x["x"].view(1, 3, 4, 2).permute(0, 3, 1, 2), right_m, "interleaved")
+    add("头的顺序反了", lambda x: _split(x["x"]).flip(1), right_m, "heads_reversed")
+    add("忘了 transpose", lambda x: x["x"].view(1, 3, 2, 4), right_m, "shape_no_transpose")
+    add("没有拆开", lambda x: x["x"], right_m, "shape_not_split")
+    add("合并没有 transpose", right_h, lambda x: _split(x["x"]).reshape(1, 3, 8), "merge_without_transpose")
+    add("合并交错", right_h, lambda x: _split(x["x"]).permute(0, 2, 3, 1).reshape(1, 3, 8), "merge_interleaved")
+    add("合并只 transpose 没 view", right_h, lambda x: _split(x["x"]).transpose(1, 2), "merge_not_flattened")
+    add("合并交了 heads", right_h, lambda x: _split(x["x"]), "merge_shape_heads_first")
+    add("merged 乘了 2", right_h, lambda x: 2 * x["x"], "values")
+    add("heads 没填", lambda x: None, right_m, "not_filled")
+    add("merged 没填", right_h, lambda x: None, "not_filled")
+    add("x = x * 2 之后再拆", lambda x: _split(2 * x["x"]), lambda x: 2 * x["x"], "values",
+        lambda x: {"x": 2 * x["x"]})
+    return c
+
+
+def _mha_ref(x, **kw):
+    from minigpt.homework.mha_forward import mha_by_steps
+
+    return mha_by_steps(x["x"], x["mha"], **kw).float()
+
+
+def _mha_cases():
+    from minigpt.attention import causal_mask
+    from minigpt.layers import NaiveMultiHeadAttention
+
+    c = []
+    add = lambda label, make, expect, given=None: c.append(
+        Case("4b", label, lambda x, m=make: {"attn_out": m(x)}, expect, given or (lambda x: {})))
+    add("mha(x, mask)", lambda x: x["mha"](x["x"], causal_mask(3)), "pass")
+    add("一步一步", lambda x: _mha_ref(x), "pass")
+    add("F.scaled_dot_product_attention(is_causal=True)", lambda x: x["mha"].W_O(
+        F.scaled_dot_product_attention(*(x["mha"].split_heads(layer(x["x"])) for layer in (
+            x["mha"].W_Q, x["mha"].W_K, x["mha"].W_V)), is_causal=True).transpose(1, 2).reshape(1, 3, 8)), "pass")
+    add("逐头写法", lambda x: NaiveMultiHeadAttention.from_fused(x["mha"])(x["x"], causal_mask(3)), "pass")
+    add("bool mask", lambda x: x["mha"](x["x"], causal_mask(3).bool()), "pass")
+    add("没有遮蔽", lambda x: x["mha"](x["x"]), "no_mask")
+    add("除以 √d_model", lambda x: _mha_ref(x, scale="d_model"), "scaled_by_d_model")
+    add("没有缩放", lambda x: _mha_ref(x, scale="none"), "unscaled")
+    add("忘了 W_O", lambda x: _mha_ref(x, w_o=False), "no_w_o")
+    add("拆头没 transpose", lambda x: _mha_ref(x, split="no_transpose"), "split_without_transpose")
+    add("合并没 transpose", lambda x: _mha_ref(x, merge="no_transpose"), "merge_without_transpose")
+    add("softmax dim=-2", lambda x: _mha_ref(x, dim=-2), "wrong_dim")
+    add("交了各头的输出", lambda x: torch.zeros(1, 2, 3, 4), "shape_heads")
+    add("多了 batch 以外的一维", lambda x: _mha_ref(x)[None], "shape")
+    add("别的 x 算的", lambda x: x["mha"](torch.zeros(1, 3, 8), causal_mask(3)), "values")
+    add("没填", lambda x: None, "not_filled")
+    return c
+
+
+# ---------------------------------------------------------------- 5（一）LayerNorm；5（二）Block
+
+def _ln_ref(x, **kw):
+    from minigpt.homework.layer_norm import layer_norm_by_steps
+
+    return layer_norm_by_steps(x["h"], x["gamma"], x["beta"], 1e-5, **kw).float()
+
+
+def _ln_cases():
+    c = []
+    add = lambda label, make, expect, given=None: c.append(
+        Case("5a", label, lambda x, m=make: {"ln_out": m(x)}, expect, given or (lambda x: {})))
+    add("F.layer_norm", lambda x: F.layer_norm(x["h"], (8,), x["gamma"], x["beta"], 1e-5), "pass")
+    add("一步一步", lambda x: _ln_ref(x), "pass")
+
+    def module(x):
+        ln = torch.nn.LayerNorm(8)
+        with torch.no_grad():
+            ln.weight.copy_(x["gamma"])
+            ln.bias.copy_(x["beta"])
+        return ln(x["h"])
+
+    add("nn.LayerNorm 拷进 γ、β", module, "pass")
+    add("var(unbiased=False)", lambda x: x["gamma"] * (x["h"] - x["h"].mean(-1, keepdim=True))
+        / torch.sqrt(x["h"].var(-1, keepdim=True, unbiased=False) + 1e-5) + x["beta"], "pass")
+    add("rsqrt", lambda x: x["gamma"] * (x["h"] - x["h"].mean(-1, keepdim=True))
+        * torch.rsqrt(((x["h"] - x["h"].mean(-1, keepdim=True)) ** 2).mean(-1, keepdim=True) + 1e-5)
+        + x["beta"], "pass")
+    add("numpy", lambda x: _ln_ref(x).numpy(), "pass")
+    add("忘了 γ、β", lambda x: _ln_ref(x, affine="none"), "no_affine")
+    add("忘了 γ", lambda x: _ln_ref(x, affine="no_gamma"), "no_gamma")
+    add("忘了 β", lambda x: _ln_ref(x, affine="no_beta"), "no_beta")
+    add("γ、β 用反", lambda x: _ln_ref(x, affine="swapped"), "gamma_beta_swapped")
+    add("沿 seq 维", lambda x: _ln_ref(x, dims=(1,)), "wrong_axis_seq")
+    add("对整个张量", lambda x: _ln_ref(x, dims=(1, 2)), "wrong_axis_all")
+    add("torch.var 默认无偏", lambda x: _ln_ref(x, unbiased=True), "unbiased_variance")
+    add("没有 ε", lambda x: _ln_ref(x, eps_where="none"), "no_eps")
+    add("std + ε", lambda x: _ln_ref(x, eps_where="outside"), "eps_outside_sqrt")
+    add("只减均值", lambda x: _ln_ref(x, divide=False), "not_divided")
+    add("只交了均值", lambda x: x["h"].mean(-1), "reduced")
+    add("只交了方差（keepdim）", lambda x: x["h"].var(-1, keepdim=True), "keepdim")
+    add("没填", lambda x: None, "not_filled")
+    add("h = h * 100 之后再算（ε 不起作用了，看起来像没加 ε）", lambda x: _ln_ref({**x, "h": x["h"] * 100}), "no_eps",
+        lambda x: {"h": x["h"] * 100})
+    return c
+
+
+def _block_ref(x, **kw):
+    from minigpt.homework.block import block_by_steps
+
+    return block_by_steps(x["x"], x["block"], **kw)
+
+
+def _block_cases():
+    from minigpt.attention import causal_mask
+
+    c = []
+    add = lambda label, make, expect, given=None: c.append(
+        Case("5b", label, lambda x, m=make: {"block_out": m(x)}, expect, given or (lambda x: {})))
+    add("block(x, mask)", lambda x: x["block"](x["x"], causal_mask(3)), "pass")
+    add("一步一步", lambda x: _block_ref(x), "pass")
+    add("mask [1, 1, 3, 3]", lambda x: x["block"](x["x"], causal_mask(3)[None, None]), "pass")
+    add("bool mask", lambda x: x["block"](x["x"], causal_mask(3).bool()), "pass")
+    add("没传 mask", lambda x: x["block"](x["x"]), "no_mask")
+    add("Pre-LN", lambda x: _block_ref(x, order="pre"), "pre_ln")
+    add("残差加在 LN 之后", lambda x: _block_ref(x, order="residual_after_norm"), "residual_after_norm")
+    add("注意力少了残差", lambda x: _block_ref(x, residual_attn=False), "no_residual_attn")
+    add("FFN 少了残差", lambda x: _block_ref(x, residual_ffn=False), "no_residual_ffn")
+    add("都少了残差", lambda x: _block_ref(x, residual_attn=False, residual_ffn=False), "no_residual")
+    add("两个 LN 用反", lambda x: _block_ref(x, swap_norms=True), "norms_swapped")
+    add("只有注意力子层", lambda x: _block_ref(x, ffn=False), "no_ffn")
+    add("少了一维", lambda x: _block_ref(x)[0], "shape")
+    add("半精度", lambda x: _block_ref(x).half(), "dtype")
+    add("没填", lambda x: None, "not_filled")
+    return c
+
+
+CASES += _heads_cases() + _mha_cases() + _ln_cases() + _block_cases()
