@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -259,7 +260,12 @@ def test_a_venv_set_up_per_the_readme_has_cpu_torch_2_13_weighs_about_1_gb_and_p
     # 进入虚拟环境（source …/activate 做的事）：它的 bin 排在 PATH 最前面
     env = clean_env()
     env.update(VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
-    env["PIP_CONSTRAINT"] = str(REPO / "requirements.lock")   # 本机已有的版本：torch 2.13.0+cpu 与 .venv 同版本的依赖
+    # 本机已有的版本：torch 2.13.0+cpu 与 .venv 同版本的依赖。pip 把 PIP_CONSTRAINT 按空白拆成几个文件名，
+    # 仓库所在的文件夹名里有空格时就找不到：先复制到学生的文件夹（tmp_path 之下，名字里没有空格）
+    lock = student / "requirements.lock"
+    shutil.copyfile(REPO / "requirements.lock", lock)
+    assert " " not in str(lock)
+    env["PIP_CONSTRAINT"] = str(lock)
     args = shlex.split(torch)
     at = args.index("--index-url")
     assert args[at + 1] == CPU_INDEX

@@ -48,6 +48,9 @@
    ``exercise-content`` / ``solution-content`` 的 section（代码里的常量，没有配置项）：一页有两道以上练习时 id
    重复，HTML 不合规，指向它的链接和 ``aria-labelledby`` 都会指错。没有任何样式或脚本用这两个 id；这里在
    它之后把它们换成由所在练习的 id 派生、整页唯一的 id（``<练习的 id>-content``）。
+12. **点解答的标题就展开解答。** sphinx-exercise 把解答标题里 “练习（…）” 那几个字做成指回练习的链接；解答用
+   ``:class: dropdown`` 折叠时，整条标题是展开按钮，点中那几个字却只是跳到练习、解答不展开（标题越长越容易点中）。
+   解答就排在它的练习下面，这个链接用处不大：这里把它换成同样的文字。
 
 扩展点：要给某些页面加脚本（例如交互图的库），在 ``html-page-context`` 里 ``app.add_js_file``，
 库文件在 ``builder-inited`` 时复制进输出目录（不要放进 book/_static：那里的每个 .js 都挂到每一页）；
@@ -298,6 +301,21 @@ class FullWidthExerciseParens(SphinxPostTransform):
                 fullwidth_parens(box.children[0])
 
 
+class PlainSolutionTitles(SphinxPostTransform):
+    """折叠的解答，标题里不带链接（见模块说明第 12 条）。"""
+
+    default_priority = 25  # sphinx-exercise 在 22 把指回练习的链接放进解答标题
+
+    def run(self, **kwargs) -> None:
+        from sphinx_exercise.nodes import solution_node
+
+        for box in self.document.findall(solution_node):
+            if not box.children or not isinstance(box.children[0], nodes.title):
+                continue
+            for ref in list(box.children[0].findall(nodes.reference)):
+                ref.replace_self(ref.children)
+
+
 class UniqueExerciseContentIds(SphinxPostTransform):
     """练习与解答正文那一层 section 的固定 id 换成整页唯一的 id（见模块说明第 11 条）。"""
 
@@ -362,6 +380,7 @@ def setup(app: Sphinx) -> dict:
     app.add_search_language(FastChinese)
     app.add_post_transform(FullWidthExerciseParens)
     app.add_post_transform(UniqueExerciseContentIds)
+    app.add_post_transform(PlainSolutionTitles)
     app.add_config_value("book_pdf_on_site", "book.pdf", "env", types=[str])
     app.add_role("book-pdf", book_pdf_role)
     # pydata-sphinx-theme 在 builder-inited 时把它的 Bootstrap 混入类套在这里登记的写出器上
