@@ -84,13 +84,32 @@ def test_training_cost_of_the_page_stays_small():
     assert cost <= COST_BUDGET, f"页面的训练代价 {cost:.2e} 超过预算 {COST_BUDGET:.1e}"
     # 页面上训练的次数与步数就是这里算的这些
     text = PAGE.read_text(encoding="utf-8")
-    assert text.count("train_repeat(n_layers=2, seed=0)") == 1
+    assert text.count("train_repeat(n_layers=2, seed=0, keep=(300, 400))") == 1
+    assert text.count("train_repeat(") == 3        # 两次正文训练 + 练习里的一次
     assert text.count("train_repeat(n_layers=1, seed=0)") == 1
     assert text.count("train_grammar(seed=") == 2
     assert text.count("train_next_token(masked=") == 2
 
 
 # ---------------------------------------------------------------- 块与模型
+
+
+def test_keeping_snapshots_leaves_training_unchanged():
+    plain = H.train_repeat(n_layers=2, seed=0, steps=40)
+    kept = H.train_repeat(n_layers=2, seed=0, steps=40, keep=(20, 40))
+    assert plain.losses == kept.losses
+    assert all(torch.equal(x, y) for x, y in zip(_params(plain.model), _params(kept.model)))
+    assert all(torch.equal(x, y) for x, y in zip(_params(kept.snapshots[40]), _params(kept.model)))
+    early = H.train_repeat(n_layers=2, seed=0, steps=20)
+    assert all(torch.equal(x, y) for x, y in zip(_params(kept.snapshots[20]), _params(early.model)))
+    with pytest.raises(ValueError, match="keep 里的步数应在 1..40"):
+        H.train_repeat(steps=40, keep=(41,))
+
+
+def test_block_means_averages_consecutive_steps():
+    assert H.block_means([1.0, 3.0, 2.0, 4.0, 9.0], 2) == [2.0, 3.0]
+    with pytest.raises(ValueError, match="size 应在"):
+        H.block_means([1.0], 2)
 
 
 def test_block_hands_back_the_weights_its_forward_uses():
@@ -122,6 +141,9 @@ def test_grammar_sentences_follow_the_three_rules():
         d1, n1, v, on, d2, n2 = decode(row)
         assert v == H.VERB_OF[n1] and on == "on" and d2 == d1
         assert n2 in ("cat", "dog", "mat") and n2 != n1
+    # 正文：这门语法总共只有 8 句话，页面上的四句是其中一半
+    every = {" ".join(decode(r)) for r in H.grammar_batch(2000, torch.Generator().manual_seed(1))}
+    assert len(every) == 8 and set(C.SENTENCES) <= every
 
 
 def test_scores_are_one_for_the_pattern_they_name():
@@ -138,6 +160,60 @@ def test_scores_are_one_for_the_pattern_they_name():
             ind[b, 0, t, t - n + 1 if t >= s else t] = 1
     assert H.induction_score(ind, data).item() == 1.0
     assert H.previous_token_score(ind).item() < 0.2
+
+
+def test_offset_weight_averages_rows_that_have_all_three_neighbours():
+    w = torch.eye(5)                      # 每行只看自己：第 0 行不算，结果仍是 1
+    assert H.offset_weight(w, 0) == 1.0
+    w = torch.zeros(5, 5)
+    w[0, 0] = 1                           # 第 0 行被迫看自己：不应抬高“自己”
+    w[torch.arange(1, 5), torch.arange(0, 4)] = 1
+    assert H.offset_weight(w, 0) == 0.0 and H.offset_weight(w, -1) == 1.0
+    with pytest.raises(ValueError, match="offset 应是"):
+        H.offset_weight(w, 2)
+
+
+def test_earlier_occurrence_score_counts_every_earlier_occurrence():
+    ids = torch.tensor([[3, 1, 3, 2, 3]])
+    targets = H.induction_targets(ids)[0]
+    # 位置 2、4 的 token 3 早先出现在 0、2：下一个位置是 1、3
+    assert targets[2].nonzero().flatten().tolist() == [1]
+    assert targets[4].nonzero().flatten().tolist() == [1, 3]
+    assert not targets[1].any() and not targets[3].any()
+    w = torch.zeros(1, 1, 5, 5)
+    w[0, 0, 2, 1] = 1
+    w[0, 0, 4, 1] = w[0, 0, 4, 3] = 0.5
+    w[0, 0, [0, 1, 3], [0, 1, 3]] = 1
+    rows = torch.ones(1, 5, dtype=torch.bool)
+    score, n = H.earlier_occurrence_score(w, ids, rows)
+    assert n == 2 and score.item() == 1.0
+    with pytest.raises(ValueError, match="早先出现过"):
+        H.earlier_occurrence_score(w, ids, torch.zeros(1, 5, dtype=torch.bool))
+
+
+def test_spreading_over_the_first_pass_gives_one_over_l():
+    data = H.repeat_batch(6, torch.Generator().manual_seed(3))
+    seq = H.REPEAT_SEQ_LEN - 1
+    w = torch.zeros(6, 1, seq, seq)
+    for b in range(6):
+        s, n = data.starts[b].item(), data.lengths[b].item()
+        for t in range(seq):
+            if t >= s:
+                w[b, 0, t, s - n:s] = 1 / n
+            else:
+                w[b, 0, t, t] = 1
+    assert H.first_pass_weight(w, data).item() == pytest.approx(1.0)
+    assert H.induction_score(w, data).item() == pytest.approx(H.uniform_first_pass_score(data))
+
+
+def test_mixed_induction_with_the_same_model_is_the_induction_score():
+    model = H.untrained(n_layers=2, seed=0)
+    data = H.repeat_batch(16, torch.Generator().manual_seed(2))
+    plain = H.head_scores(model, data)[1]["induction"]
+    for keys in (True, False):
+        assert H.mixed_induction(model, model, data, keys) == pytest.approx(plain)
+    with pytest.raises(ValueError, match="至少两层"):
+        H.mixed_induction(H.untrained(n_layers=1), model, data, True)
 
 
 def test_bad_input_gets_a_chinese_error():
@@ -168,11 +244,54 @@ def _prev_head(scores) -> int:
 @SLOW
 def test_loss_drops_below_chance_and_only_where_copying_is_possible():
     run = C.run2()
-    avg = [sum(run.losses[i - 20:i]) / 20 for i in range(20, len(run.losses) + 1)]
-    assert avg[0] > 2.6 and min(avg) < 2.6          # 先贴着瞎猜，后来下降
+    blocks = H.block_means(run.losses, 50)
+    assert abs(blocks[0] - math.log(16)) < NEAR_CHANCE      # 第 1–50 步：几乎贴着瞎猜
+    drops = [a - b for a, b in zip(blocks, blocks[1:])]
+    fast = drops.index(max(drops))
+    assert 300 <= 50 * fast and 50 * fast + 100 <= 400     # 降得最快的一处落在第 301–400 步
     copy_loss, other_loss = H.repeat_losses(run.model, C.test_batch())
     assert abs(other_loss - math.log(16)) < NEAR_CHANCE   # 其余位置：和瞎猜差不多
     assert copy_loss < 1.0                                  # 能抄的位置：远低于瞎猜
+
+
+@SLOW
+def test_roles_form_between_steps_300_and_400(scores):
+    run, test = C.run2(), C.test_batch()
+    early, late = (H.head_scores(run.snapshots[k], test) for k in (300, 400))
+    assert max(max(l["previous"] + l["induction"]) for l in early) < ROLE   # 一个也没过门槛
+    assert H.repeat_losses(run.snapshots[300], test)[0] < math.log(16) - 0.5  # “比瞎猜低了不少”
+    assert late[0]["previous"][_prev_head(scores)] > ROLE
+    assert min(late[1]["induction"]) > ROLE
+
+
+@SLOW
+def test_induction_score_misses_other_earlier_occurrences(scores):
+    test = C.test_batch()
+    ids, rows = test.ids[:, :-1], H.copy_rows(test)
+    many = (H.induction_targets(ids).sum(-1) > 1)[rows].double().mean().item()
+    assert 0.1 < many < 1                                   # 不少行不止一个早先出现处
+    eo, n = H.earlier_occurrence_score(C.run2().model.attention(ids)[1], ids, rows)
+    assert n == int(rows.sum())                             # 第二遍的每一行都有“上一次”
+    assert min(eo.tolist()) > max(scores[1]["induction"]) + 0.1
+
+
+@SLOW
+def test_layer_2_looks_up_the_previous_token_through_its_keys(scores):
+    model = C.run2().model
+    pruned = H.without_head(model, layer=1, head=_prev_head(scores) + 1)
+    assert max(H.mixed_induction(model, pruned, C.test_batch(), True)) < ROLE
+    assert min(H.mixed_induction(model, pruned, C.test_batch(), False)) >= min(scores[1]["induction"])
+
+
+@SLOW
+def test_both_layer_2_heads_do_the_copying():
+    model, test = C.run2().model, C.test_batch()
+    copy_loss, _ = H.repeat_losses(model, test)
+    for h in (1, 2):
+        loss, _ = H.repeat_losses(H.without_head(model, layer=2, head=h), test)
+        assert loss > copy_loss + 0.5                       # 少了哪一个都抄不好
+    both = H.without_head(H.without_head(model, layer=2, head=1), layer=2, head=2)
+    assert H.repeat_losses(both, test)[0] > math.log(16)    # 比瞎猜还高
 
 
 @SLOW
@@ -216,7 +335,12 @@ def test_one_layer_has_no_induction_head():
     assert max(one["induction"]) > max(max(l["induction"]) for l in base)   # “比未训练时高一些”
     copy1, _ = H.repeat_losses(C.run1().model, C.test_batch())
     copy2, _ = H.repeat_losses(C.run2().model, C.test_batch())
-    assert copy1 > copy2 + 1.0                                               # “高得多”
+    assert copy1 > copy2 + 1.0                                               # “高出 1 以上”
+    assert copy1 < math.log(16) - 0.5                                        # “比瞎猜低不少”
+    fp = H.first_pass_weight(C.run1().model.attention(C.test_batch().ids[:, :-1])[0], C.test_batch())
+    assert min(fp.tolist()) > 0.5                                            # “都超过一半”
+    uniform = H.uniform_first_pass_score(C.test_batch())
+    assert uniform < max(one["induction"]) < uniform + 0.1                   # “高不到 0.1”
 
 
 @SLOW
@@ -225,6 +349,11 @@ def test_without_repetition_only_the_induction_heads_break(scores):
     nr = H.head_scores(C.run2().model, norep)
     assert nr[0]["previous"][_prev_head(scores)] > ROLE
     assert max(nr[1]["induction"]) < ROLE
+    ids, rows = norep.ids[:, :-1], H.copy_rows(norep)
+    eo, n = H.earlier_occurrence_score(C.run2().model.attention(ids)[1], ids, rows)
+    assert n > int(rows.sum()) / 2                          # 碰巧早先出现过的行“并不少”
+    # 在这些行上，两个头仍把大块权重给“早先出现处的下一个位置”，远高于被分数量到的那一格
+    assert min(eo.tolist()) > 0.4 and min(eo.tolist()) > 3 * max(nr[1]["induction"])
 
 
 def test_the_unmasked_model_copies_from_the_next_position():
@@ -259,8 +388,9 @@ def test_grammar_heads_stable_roles_and_a_heatmap_that_misleads():
     w = C.grammar_weights(0)
     det = _det_head(w)
     assert det is not None                                  # 一个头每句都把 ≥0.9 给第一个冠词
+    assert min(x[det - 1, 3, 0].item() for x in w) > 0.999  # 正文：“0.999 以上”
     other = 3 - det
-    assert min(x[other - 1, 4, 2].item() for x in w) >= 0.9  # 另一个头每句都看谓语
+    assert min(x[other - 1, 4, 2].item() for x in w) > 0.999  # 另一个头每句都看谓语
     words = [s.split() for s in C.SENTENCES]
     top1 = words[0][int(w[0][det - 1, 4].argmax())]
     top2 = words[1][int(w[1][det - 1, 4].argmax())]
@@ -278,10 +408,31 @@ def test_with_another_seed_no_head_always_looks_at_the_first_determiner():
     w = C.grammar_weights(1)
     assert _det_head(w) is None
     h = int(w[0][:, 3, 0].argmax())
-    assert w[0][h, 3, 0] > 0.9                                  # “the cat sat on …”：看 the
+    assert w[0][h, 3, 0] > 0.99                                 # “the cat sat on …”：0.99 以上给 the
     words = C.SENTENCES[2].split()
     assert words[int(w[2][h, 3].argmax())] != "a"               # “a cat sat on …”：不看 a
     assert w[2][h, 3].max() > 0.5
+    # 两句 a 开头的话里，这个头都看 on 自己（不看 the）
+    for i in (2, 3):
+        assert C.SENTENCES[i].split()[int(w[i][h, 3].argmax())] == "on"
+    # 剪掉它：the 开头的两句坏了，a 开头的两句还在
+    cut = C.grammar_probs(1, cut=h + 1)
+    assert max(a for a, _ in cut[:2]) < ROLE and min(a for a, _ in cut[2:]) > ROLE
+
+
+@SLOW
+def test_pruning_the_seed_0_grammar_heads():
+    w = C.grammar_weights(0)
+    det = _det_head(w)
+    cut_det = C.grammar_probs(0, cut=det)
+    assert max(a for a, _ in cut_det[2:]) < ROLE            # a 开头：规则 2 真坏了
+    assert min(a for a, _ in cut_det[:2]) > ROLE            # the 开头：还在
+    cut_verb = C.grammar_probs(0, cut=3 - det)
+    assert max(b for _, b in cut_verb) < 0.05               # 规则 3 照样成立
+    # 第 4 节的起名规矩：两个头在 sat 这一行都几乎全押在 cat 上
+    for s, x in zip(C.SENTENCES, w):
+        if s.split()[2] == "sat":
+            assert min(x[h, 2, 1].item() for h in range(2)) > 0.99
 
 
 @SLOW
@@ -300,6 +451,12 @@ def test_example_sequence_reads_as_the_text_says(scores):
     before = max(sum(r[1:start]) / (start - 1) for r in top)
     copy = min(sum(r[start:]) / (n - start) for r in top)
     assert before < copy
+    # 第二遍之前，token 碰巧早先出现过的行：第 2 层已有头把最高的柱子给了那之后的位置
+    targets = H.induction_targets(C.example().ids[:, :-1])[0]
+    pre = [t for t in range(1, start) if targets[t].any()]
+    hits = [w[1][0, h, t].max().item() for h in range(2) for t in pre
+            if targets[t, int(w[1][0, h, t].argmax())]]
+    assert pre and hits and max(hits) > ROLE
 
 
 def test_exercise_starter_code_runs():

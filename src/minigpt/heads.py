@@ -19,13 +19,13 @@ import copy
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .attention import causal_mask
+from .attention import causal_mask, scaled_dot_product_attention
 from .data import VOCAB
 from .layers import TransformerBlock
 
@@ -224,12 +224,18 @@ class TrainedModel:
     chance_loss: float
     seed: int
     seconds: float
+    snapshots: dict[int, TinyGPT] = field(default_factory=dict)  # 第 k 步后的模型副本
 
 
 def _train(model: TinyGPT, sample: Callable[[torch.Generator], torch.Tensor],
-           steps: int, lr: float, seed: int) -> TrainedModel:
+           steps: int, lr: float, seed: int,
+           keep: tuple[int, ...] = ()) -> TrainedModel:
     """单线程、固定种子地训练 model；
-    sample(generator) 给出一批 [batch, seq] 的 token。"""
+    sample(generator) 给出一批 [batch, seq] 的 token。
+    keep 里的每个步数 k：第 k 步之后留一份模型副本（复制不碰随机数，训练结果不变）。"""
+    bad = [k for k in keep if not 1 <= k <= steps]
+    if bad:
+        raise ValueError(f"keep 里的步数应在 1..{steps} 之间，收到 {bad}")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # 小模型：单线程更快；线程数一变，结果的最后几位也会变
     t0 = time.perf_counter()
@@ -237,8 +243,8 @@ def _train(model: TinyGPT, sample: Callable[[torch.Generator], torch.Tensor],
         gen = torch.Generator().manual_seed(seed + 1)   # 数据的随机数与初始化分开
         opt = torch.optim.Adam(model.parameters(), lr=lr)
         vocab = model.out.out_features
-        losses = []
-        for _ in range(steps):
+        losses, snapshots = [], {}
+        for step in range(1, steps + 1):
             ids = sample(gen)
             logits = model(ids[:, :-1])
             loss = F.cross_entropy(logits.reshape(-1, vocab), ids[:, 1:].reshape(-1))
@@ -246,11 +252,14 @@ def _train(model: TinyGPT, sample: Callable[[torch.Generator], torch.Tensor],
             loss.backward()
             opt.step()
             losses.append(loss.item())
+            if step in keep:
+                snapshots[step] = copy.deepcopy(model).eval()
     finally:
         torch.set_num_threads(threads)
     model.eval()
     return TrainedModel(model=model, losses=losses, chance_loss=math.log(vocab),
-                        seed=seed, seconds=time.perf_counter() - t0)
+                        seed=seed, seconds=time.perf_counter() - t0,
+                        snapshots=snapshots)
 
 
 def untrained(n_layers: int = 2, num_heads: int = 2, seed: int = 0,
@@ -264,14 +273,16 @@ def untrained(n_layers: int = 2, num_heads: int = 2, seed: int = 0,
 
 
 def train_repeat(n_layers: int = 2, num_heads: int = 2, steps: int = 800,
-                 seed: int = 0, batch: int = 64, lr: float = 5e-3) -> TrainedModel:
+                 seed: int = 0, batch: int = 64, lr: float = 5e-3,
+                 keep: tuple[int, ...] = ()) -> TrainedModel:
     """在重复序列上训练 TinyGPT（d_model 32、d_ff 64），返回 TrainedModel
     （见第 7 节 训练出来的头）。
 
-    模型读 23 个 token（序列的前 23 个），位置 i 猜第 i+1 个。
+    模型读 23 个 token（序列的位置 0..22），位置 i 猜位置 i+1 上的 token。
+    keep=(300, 400) 之类：顺便留下第 300、400 步之后的模型（TrainedModel.snapshots）。
     """
     model = untrained(n_layers, num_heads, seed)
-    return _train(model, lambda g: repeat_batch(batch, g).ids, steps, lr, seed)
+    return _train(model, lambda g: repeat_batch(batch, g).ids, steps, lr, seed, keep)
 
 
 def train_grammar(n_layers: int = 1, num_heads: int = 2, steps: int = 400,
@@ -322,5 +333,122 @@ def without_head(model: TinyGPT, layer: int, head: int) -> TinyGPT:
 def offset_weight(weights: torch.Tensor, offset: int) -> float:
     """权重表里位置 i 分给位置 i + offset 的平均权重（offset = 1：下一个位置；
     0：自己；−1：前一个位置）。weights: [..., seq, seq]
-    （见第 7 节 训练出来的头「偷看，看得见」）。"""
-    return weights.diagonal(offset=offset, dim1=-2, dim2=-1).mean().item()
+    （见第 7 节 训练出来的头「偷看，看得见」）。
+
+    三种 offset 都只对行 1..seq−2 求平均：这些行前一个、自己、下一个都有，
+    第 0 行（只能看自己，遮蔽时权重必为 1）和最后一行不算。
+    """
+    seq = weights.shape[-1]
+    if not -1 <= offset <= 1 or seq < 3:
+        raise ValueError(f"offset 应是 −1、0、1 之一，seq 至少为 3；收到 offset={offset}、seq={seq}")
+    rows = torch.arange(1, seq - 1)
+    return weights[..., rows, rows + offset].mean().item()
+
+
+# ---------------------------------------------------------------- 更细的测量
+
+
+def induction_targets(ids: torch.Tensor) -> torch.Tensor:
+    """[batch, t, j] 布尔：j ≤ t 且位置 j 前面的 token 与位置 t 的相同，
+    即“我的 token 早先出现过，它后面的那个位置”（见第 7 节）。ids: [batch, seq]。"""
+    batch, seq = ids.shape
+    prev_tok = torch.cat([torch.full((batch, 1), -1), ids[:, :-1]], dim=1)  # j 前面的 token
+    causal = torch.ones(seq, seq, dtype=torch.bool).tril()                 # j ≤ t
+    return (prev_tok[:, None, :] == ids[:, :, None]) & causal
+
+
+# 第 7 节 训练出来的头「两个角色，两个分数」「想一想」
+def earlier_occurrence_score(weights: torch.Tensor, ids: torch.Tensor,
+                             rows: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """位置 t 分给所有“前一个 token 与我相同”的位置 j（1 ≤ j ≤ t）的权重之和，
+    即所有“我的 token 早先出现过，它后面那个位置”的权重之和。
+
+    只数 rows 选中、且至少有一个这样的 j 的行。与 `induction_score` 不同，它不假定
+    上一次出现在 t − L：A 内部有重复、或序列不重复时碰巧重复，都算进来。
+    weights: [batch, heads, seq, seq]；ids: [batch, seq]（模型读的那些 token）；
+    rows: [batch, seq] 布尔。返回 (每个头的平均 [heads], 数到的行数)。
+    """
+    match = induction_targets(ids)                                         # [batch, t, j]
+    use = match.any(-1) & rows                                             # [batch, t]
+    mass = (weights * match[:, None].to(weights.dtype)).sum(-1)            # [batch, heads, t]
+    n = int(use.sum())
+    if n == 0:
+        raise ValueError("rows 选中的行里，没有一行的 token 早先出现过")
+    return (mass * use[:, None]).sum(dim=(0, 2)) / n, n
+
+
+def copy_rows(data: RepeatBatch) -> torch.Tensor:
+    """[batch, seq − 1] 布尔：模型读的位置里，落在第二遍 A 里的那些（见第 7 节）。"""
+    pos = torch.arange(data.ids.shape[1] - 1).expand(data.ids.shape[0], -1)
+    return pos >= data.starts[:, None]
+
+
+# 第 7 节 训练出来的头「只有一层呢」
+def first_pass_weight(weights: torch.Tensor, data: RepeatBatch) -> torch.Tensor:
+    """第二遍 A 里的位置 t 分给整个第一遍 A（位置 start − L .. start − 1）的权重之和，
+    对所有这样的 t 求平均。weights: [batch, heads, seq, seq] → [heads]。"""
+    seq = weights.shape[-1]
+    pos = torch.arange(seq)
+    first = ((pos >= (data.starts - data.lengths)[:, None])
+             & (pos < data.starts[:, None]))                        # [batch, seq]：第一遍 A
+    mass = (weights * first[:, None, None, :].to(weights.dtype)).sum(-1)  # [batch, heads, seq]
+    rows = copy_rows(data)[:, :seq]
+    return (mass * rows[:, None]).sum(dim=(0, 2)) / rows.sum()
+
+
+def uniform_first_pass_score(data: RepeatBatch) -> float:
+    """一个头若把第二遍里每一行的权重平均摊在整个第一遍 A 上，它的归纳分数是多少：
+    每行 1/L，对第二遍的所有行求平均（见第 7 节「只有一层呢」）。"""
+    rows = copy_rows(data)                                          # [batch, seq − 1]
+    per_row = (1 / data.lengths.double())[:, None].expand_as(rows)
+    return per_row[rows].mean().item()
+
+
+def block_means(losses: list[float], size: int = 100) -> list[float]:
+    """把每一步的损失按 size 步一段求平均：第 k 项是第 k·size+1 .. (k+1)·size 步
+    （见第 7 节「训练」）。"""
+    if size < 1 or len(losses) < size:
+        raise ValueError(f"size 应在 1..{len(losses)} 之间，收到 {size}")
+    return [sum(losses[i:i + size]) / size for i in range(0, len(losses) - size + 1, size)]
+
+
+# 第 7 节 训练出来的头「第二层靠第一层」
+def mixed_induction(model: TinyGPT, donor: TinyGPT, data: RepeatBatch,
+                    keys_from_donor: bool) -> list[float]:
+    """第 2 层每个头的归纳分数，但 Key（keys_from_donor=True）或 Query（False）
+    改用 donor 的第 1 层输出算；另一半和 Value 仍用 model 自己的。
+
+    donor 通常是剪掉了第 1 层某个头的同一个模型：看丢的信息是在 Key 里还是在 Query 里。
+    """
+    if len(model.blocks) < 2 or len(donor.blocks) < 2:
+        raise ValueError("mixed_induction 需要至少两层的模型")
+    ids = data.ids[:, :-1]
+    seq = ids.shape[1]
+    mask = model.mask[:seq, :seq]
+
+    def layer1_out(m: TinyGPT) -> torch.Tensor:
+        x = m.tok(ids) + m.pos(torch.arange(seq))
+        return m.blocks[0](x, mask)                                # [batch, seq, d_model]
+
+    with torch.no_grad():
+        own, other = layer1_out(model), layer1_out(donor)
+        xq, xk = (own, other) if keys_from_donor else (other, own)
+        attn = model.blocks[1].attn
+        q = attn.split_heads(attn.W_Q(xq))                        # [batch, heads, seq, d_k]
+        k = attn.split_heads(attn.W_K(xk))
+        v = attn.split_heads(attn.W_V(own))
+        _, weights = scaled_dot_product_attention(q, k, v, mask)  # [batch, heads, seq, seq]
+    return induction_score(weights, data).tolist()
+
+
+# 第 7 节 训练出来的头「玩具语法」
+def grammar_probs(model: TinyGPT, sentences: list[str]) -> list[tuple[float, float]]:
+    """每句 “D₁ N₁ V on D₂ N₂” 的 (P(D₂ = D₁), P(N₂ = N₁))：模型读前 5 个词，
+    在 on 的位置（3）猜 D₂，在 D₂ 的位置（4）猜 N₂。"""
+    out = []
+    for s in sentences:
+        ids = sentence_ids(s)
+        with torch.no_grad():
+            p = model(ids[:, :-1]).softmax(-1)[0]                  # [5, vocab]
+        out.append((p[3, ids[0, 0]].item(), p[4, ids[0, 1]].item()))
+    return out
