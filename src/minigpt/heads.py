@@ -173,7 +173,7 @@ def sentence_ids(sentence: str) -> torch.Tensor:
 
 # 第 7 节 训练出来的头「两个角色，两个分数」
 def previous_token_score(weights: torch.Tensor) -> torch.Tensor:
-    """前一个 token 分数：每个头里，位置 i 分给位置 i−1 的权重的平均（i 从 1 起）。
+    """前一个 token 分数：每个头里，位置 i 分给位置 i-1 的权重的平均（i 从 1 起）。
 
     weights: [batch, heads, seq, seq] → [heads]。1 表示这个头只看前一个 token。
     """
@@ -183,7 +183,7 @@ def previous_token_score(weights: torch.Tensor) -> torch.Tensor:
 # 第 7 节 训练出来的头「两个角色，两个分数」
 def induction_score(weights: torch.Tensor, data: RepeatBatch) -> torch.Tensor:
     """归纳分数：在第二遍 A 里，位置 t 分给“当前 token 上一次出现处的下一个位置”
-    （t − L + 1，L 是 A 的长度）的权重，对所有这样的 t 和整批序列求平均。
+    （t - L + 1，L 是 A 的长度）的权重，对所有这样的 t 和整批序列求平均。
 
     weights: [batch, heads, seq, seq] → [heads]。
     1 表示这个头总是看向“上次接在我后面的那个”。
@@ -203,7 +203,7 @@ def head_scores(model: TinyGPT, data: RepeatBatch) -> list[dict[str, list[float]
     """每一层每个头的两个分数（见第 7 节 训练出来的头），按层排列：
     [{"previous": [...], "induction": [...]}, ...]。
 
-    和训练时一样，模型读每条序列的前 seq − 1 个 token。
+    和训练时一样，模型读每条序列的前 seq - 1 个 token。
     """
     return [{"previous": previous_token_score(w).tolist(),
              "induction": induction_score(w, data).tolist()}
@@ -232,7 +232,8 @@ def _train(model: TinyGPT, sample: Callable[[torch.Generator], torch.Tensor],
            keep: tuple[int, ...] = ()) -> TrainedModel:
     """单线程、固定种子地训练 model；
     sample(generator) 给出一批 [batch, seq] 的 token。
-    keep 里的每个步数 k：第 k 步之后留一份模型副本（复制不碰随机数，训练结果不变）。"""
+    keep 里的每个步数 k：第 k 步之后留一份模型副本
+    （复制不碰随机数，训练结果不变）。"""
     bad = [k for k in keep if not 1 <= k <= steps]
     if bad:
         raise ValueError(f"keep 里的步数应在 1..{steps} 之间，收到 {bad}")
@@ -332,15 +333,16 @@ def without_head(model: TinyGPT, layer: int, head: int) -> TinyGPT:
 
 def offset_weight(weights: torch.Tensor, offset: int) -> float:
     """权重表里位置 i 分给位置 i + offset 的平均权重（offset = 1：下一个位置；
-    0：自己；−1：前一个位置）。weights: [..., seq, seq]
+    0：自己；-1：前一个位置）。weights: [..., seq, seq]
     （见第 7 节 训练出来的头「偷看，看得见」）。
 
-    三种 offset 都只对行 1..seq−2 求平均：这些行前一个、自己、下一个都有，
+    三种 offset 都只对行 1..seq-2 求平均：这些行前一个、自己、下一个都有，
     第 0 行（只能看自己，遮蔽时权重必为 1）和最后一行不算。
     """
     seq = weights.shape[-1]
     if not -1 <= offset <= 1 or seq < 3:
-        raise ValueError(f"offset 应是 −1、0、1 之一，seq 至少为 3；收到 offset={offset}、seq={seq}")
+        raise ValueError(f"offset 应是 -1、0、1 之一，seq 至少为 3；"
+                         f"收到 offset={offset}、seq={seq}")
     rows = torch.arange(1, seq - 1)
     return weights[..., rows, rows + offset].mean().item()
 
@@ -352,7 +354,8 @@ def induction_targets(ids: torch.Tensor) -> torch.Tensor:
     """[batch, t, j] 布尔：j ≤ t 且位置 j 前面的 token 与位置 t 的相同，
     即“我的 token 早先出现过，它后面的那个位置”（见第 7 节）。ids: [batch, seq]。"""
     batch, seq = ids.shape
-    prev_tok = torch.cat([torch.full((batch, 1), -1), ids[:, :-1]], dim=1)  # j 前面的 token
+    # j 前面的 token（位置 0 前面没有，记作 -1）
+    prev_tok = torch.cat([torch.full((batch, 1), -1), ids[:, :-1]], dim=1)
     causal = torch.ones(seq, seq, dtype=torch.bool).tril()                 # j ≤ t
     return (prev_tok[:, None, :] == ids[:, :, None]) & causal
 
@@ -364,13 +367,14 @@ def earlier_occurrence_score(weights: torch.Tensor, ids: torch.Tensor,
     即所有“我的 token 早先出现过，它后面那个位置”的权重之和。
 
     只数 rows 选中、且至少有一个这样的 j 的行。与 `induction_score` 不同，它不假定
-    上一次出现在 t − L：A 内部有重复、或序列不重复时碰巧重复，都算进来。
+    上一次出现在 t - L：A 内部有重复、或序列不重复时碰巧重复，都算进来。
     weights: [batch, heads, seq, seq]；ids: [batch, seq]（模型读的那些 token）；
     rows: [batch, seq] 布尔。返回 (每个头的平均 [heads], 数到的行数)。
     """
-    match = induction_targets(ids)                                         # [batch, t, j]
-    use = match.any(-1) & rows                                             # [batch, t]
-    mass = (weights * match[:, None].to(weights.dtype)).sum(-1)            # [batch, heads, t]
+    match = induction_targets(ids)                               # [batch, t, j]
+    use = match.any(-1) & rows                                   # [batch, t]
+    # [batch, heads, t]
+    mass = (weights * match[:, None].to(weights.dtype)).sum(-1)
     n = int(use.sum())
     if n == 0:
         raise ValueError("rows 选中的行里，没有一行的 token 早先出现过")
@@ -378,20 +382,21 @@ def earlier_occurrence_score(weights: torch.Tensor, ids: torch.Tensor,
 
 
 def copy_rows(data: RepeatBatch) -> torch.Tensor:
-    """[batch, seq − 1] 布尔：模型读的位置里，落在第二遍 A 里的那些（见第 7 节）。"""
+    """[batch, seq - 1] 布尔：模型读的位置里，落在第二遍 A 里的那些（见第 7 节）。"""
     pos = torch.arange(data.ids.shape[1] - 1).expand(data.ids.shape[0], -1)
     return pos >= data.starts[:, None]
 
 
 # 第 7 节 训练出来的头「只有一层呢」
 def first_pass_weight(weights: torch.Tensor, data: RepeatBatch) -> torch.Tensor:
-    """第二遍 A 里的位置 t 分给整个第一遍 A（位置 start − L .. start − 1）的权重之和，
+    """第二遍 A 里的位置 t 分给整个第一遍 A（位置 start - L .. start - 1）的权重之和，
     对所有这样的 t 求平均。weights: [batch, heads, seq, seq] → [heads]。"""
     seq = weights.shape[-1]
     pos = torch.arange(seq)
     first = ((pos >= (data.starts - data.lengths)[:, None])
-             & (pos < data.starts[:, None]))                        # [batch, seq]：第一遍 A
-    mass = (weights * first[:, None, None, :].to(weights.dtype)).sum(-1)  # [batch, heads, seq]
+             & (pos < data.starts[:, None]))           # [batch, seq]：第一遍 A
+    # [batch, heads, seq]
+    mass = (weights * first[:, None, None, :].to(weights.dtype)).sum(-1)
     rows = copy_rows(data)[:, :seq]
     return (mass * rows[:, None]).sum(dim=(0, 2)) / rows.sum()
 
@@ -399,7 +404,7 @@ def first_pass_weight(weights: torch.Tensor, data: RepeatBatch) -> torch.Tensor:
 def uniform_first_pass_score(data: RepeatBatch) -> float:
     """一个头若把第二遍里每一行的权重平均摊在整个第一遍 A 上，它的归纳分数是多少：
     每行 1/L，对第二遍的所有行求平均（见第 7 节「只有一层呢」）。"""
-    rows = copy_rows(data)                                          # [batch, seq − 1]
+    rows = copy_rows(data)                                          # [batch, seq - 1]
     per_row = (1 / data.lengths.double())[:, None].expand_as(rows)
     return per_row[rows].mean().item()
 
@@ -409,7 +414,8 @@ def block_means(losses: list[float], size: int = 100) -> list[float]:
     （见第 7 节「训练」）。"""
     if size < 1 or len(losses) < size:
         raise ValueError(f"size 应在 1..{len(losses)} 之间，收到 {size}")
-    return [sum(losses[i:i + size]) / size for i in range(0, len(losses) - size + 1, size)]
+    starts = range(0, len(losses) - size + 1, size)
+    return [sum(losses[i:i + size]) / size for i in starts]
 
 
 # 第 7 节 训练出来的头「第二层靠第一层」
@@ -418,7 +424,8 @@ def mixed_induction(model: TinyGPT, donor: TinyGPT, data: RepeatBatch,
     """第 2 层每个头的归纳分数，但 Key（keys_from_donor=True）或 Query（False）
     改用 donor 的第 1 层输出算；另一半和 Value 仍用 model 自己的。
 
-    donor 通常是剪掉了第 1 层某个头的同一个模型：看丢的信息是在 Key 里还是在 Query 里。
+    donor 通常是剪掉了第 1 层某个头的同一个模型：
+    看丢的信息是在 Key 里还是在 Query 里。
     """
     if len(model.blocks) < 2 or len(donor.blocks) < 2:
         raise ValueError("mixed_induction 需要至少两层的模型")
@@ -428,16 +435,17 @@ def mixed_induction(model: TinyGPT, donor: TinyGPT, data: RepeatBatch,
 
     def layer1_out(m: TinyGPT) -> torch.Tensor:
         x = m.tok(ids) + m.pos(torch.arange(seq))
-        return m.blocks[0](x, mask)                                # [batch, seq, d_model]
+        return m.blocks[0](x, mask)                      # [batch, seq, d_model]
 
     with torch.no_grad():
         own, other = layer1_out(model), layer1_out(donor)
         xq, xk = (own, other) if keys_from_donor else (other, own)
         attn = model.blocks[1].attn
-        q = attn.split_heads(attn.W_Q(xq))                        # [batch, heads, seq, d_k]
+        q = attn.split_heads(attn.W_Q(xq))               # [batch, heads, seq, d_k]
         k = attn.split_heads(attn.W_K(xk))
         v = attn.split_heads(attn.W_V(own))
-        _, weights = scaled_dot_product_attention(q, k, v, mask)  # [batch, heads, seq, seq]
+        # [batch, heads, seq, seq]
+        _, weights = scaled_dot_product_attention(q, k, v, mask)
     return induction_score(weights, data).tolist()
 
 
