@@ -418,6 +418,11 @@ def block_means(losses: list[float], size: int = 100) -> list[float]:
     return [sum(losses[i:i + size]) / size for i in starts]
 
 
+def _check_two_layers(*models: TinyGPT) -> None:
+    if any(len(m.blocks) < 2 for m in models):
+        raise ValueError("mixed_induction 需要至少两层的模型")
+
+
 # 第 7 节 训练出来的头「第二层靠第一层」
 def mixed_induction(model: TinyGPT, donor: TinyGPT, data: RepeatBatch,
                     keys_from_donor: bool) -> list[float]:
@@ -427,8 +432,7 @@ def mixed_induction(model: TinyGPT, donor: TinyGPT, data: RepeatBatch,
     donor 通常是剪掉了第 1 层某个头的同一个模型：
     看丢的信息是在 Key 里还是在 Query 里。
     """
-    if len(model.blocks) < 2 or len(donor.blocks) < 2:
-        raise ValueError("mixed_induction 需要至少两层的模型")
+    _check_two_layers(model, donor)
     ids = data.ids[:, :-1]
     seq = ids.shape[1]
     mask = model.mask[:seq, :seq]
