@@ -186,24 +186,13 @@ def test_path_length_starts_at_the_longest_sequence(figures):
                          f"平方下溢），注意力 {fp.attention[-1]:.3e}")]
 
 
-def trained_head_lines(layer: int, head: int, pos: int) -> list[str]:
-    """第 7 节交互图在 (层, 头, 位置) 上的读数：直接由 minigpt 算出的权重写成。"""
-    tokens, weights, start, length = cases.trained_heads()
-    w = weights[layer - 1][0, head - 1, pos]
-    top = int(w.argmax())
-    lines = [f"第 {layer} 层 · 头 {head}，位置 {pos}（{tokens[pos]}）这一行："
-             f"最大的权重 {w[top]:.2f} 在位置 {top}（{tokens[top]}）"]
-    extra = [f"前一个位置 {pos - 1}：{w[pos - 1]:.2f}"] if pos else []
-    if pos >= start:
-        extra.append(f"上次出现处的下一个位置 {pos - length + 1}：{w[pos - length + 1]:.2f}")
-    return lines + (["；".join(extra)] if extra else [])
 
 
 @pytest.mark.slow
 def test_trained_head_explorer_starts_on_an_induction_head_in_the_copy(figures):
     tokens, weights, start, length = cases.trained_heads()
     last = len(tokens) - 1
-    assert readout("s7-trained-heads", figures) == trained_head_lines(2, 1, last)
+    assert readout("s7-trained-heads", figures) == cases.trained_head_lines(2, 1, last)
     # 默认那一行（第 2 层头 1 的最后一个位置）最大的权重就落在“上次出现处的下一个位置”上
     assert int(weights[1][0, 0, last].argmax()) == last - length + 1
 

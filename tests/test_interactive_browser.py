@@ -372,16 +372,6 @@ def test_path_length_slider_by_keyboard_and_mouse(tab, site, screenshots):
     assert not problems, "\n".join(problems)
 
 
-def trained_lines(layer: int, head: int, pos: int) -> list[str]:
-    tokens, weights, start, length = cases.trained_heads()
-    w = weights[layer - 1][0, head - 1, pos]
-    top = int(w.argmax())
-    lines = [f"第 {layer} 层 · 头 {head}，位置 {pos}（{tokens[pos]}）这一行："
-             f"最大的权重 {w[top]:.2f} 在位置 {top}（{tokens[top]}）"]
-    extra = [f"前一个位置 {pos - 1}：{w[pos - 1]:.2f}"] if pos else []
-    if pos >= start:
-        extra.append(f"上次出现处的下一个位置 {pos - length + 1}：{w[pos - length + 1]:.2f}")
-    return lines + (["；".join(extra)] if extra else [])
 
 
 def test_trained_head_explorer_by_keyboard_and_mouse(tab, site, screenshots):
@@ -390,30 +380,30 @@ def test_trained_head_explorer_by_keyboard_and_mouse(tab, site, screenshots):
     fig = Figure(tab, site, "s7-trained-heads")
     try:
         page, root = fig.page, fig.root
-        assert fig.readout() == trained_lines(2, 1, last), "默认：第 2 层头 1 的最后一个位置"
+        assert fig.readout() == cases.trained_head_lines(2, 1, last), "默认：第 2 层头 1 的最后一个位置"
         # 键盘：层、头是两组单选按钮，位置是滑块
         root.locator('input[type="radio"][name="layer"][value="2"]').focus()
         page.keyboard.press("ArrowLeft")
-        assert fig.wait_readout(trained_lines(1, 1, last)) == trained_lines(1, 1, last)
+        assert fig.wait_readout(cases.trained_head_lines(1, 1, last)) == cases.trained_head_lines(1, 1, last)
         root.locator('input[type="radio"][name="head"][value="1"]').focus()
         page.keyboard.press("ArrowRight")
-        assert fig.wait_readout(trained_lines(1, 2, last)) == trained_lines(1, 2, last)
+        assert fig.wait_readout(cases.trained_head_lines(1, 2, last)) == cases.trained_head_lines(1, 2, last)
         assert root.locator('input[type="radio"][name="head"][value="2"]').is_checked()
         slider = root.locator('input[type="range"][name="pos"]')
         slider.focus()
         page.keyboard.press("Home")
-        assert fig.wait_readout(trained_lines(1, 2, 0)) == trained_lines(1, 2, 0)
+        assert fig.wait_readout(cases.trained_head_lines(1, 2, 0)) == cases.trained_head_lines(1, 2, 0)
         for pos in range(1, 4):
             page.keyboard.press("ArrowRight")
-            assert fig.wait_readout(trained_lines(1, 2, pos)) == trained_lines(1, 2, pos)
+            assert fig.wait_readout(cases.trained_head_lines(1, 2, pos)) == cases.trained_head_lines(1, 2, pos)
             assert slider.get_attribute("aria-valuetext") == f"{pos}（{tokens[pos]}）"
         fig.shot(screenshots, "-layer1")
         # 鼠标：点“第 2 层”，再点滑块的最右端
         root.get_by_text("第 2 层", exact=True).click()
-        assert fig.wait_readout(trained_lines(2, 2, 3)) == trained_lines(2, 2, 3)
+        assert fig.wait_readout(cases.trained_head_lines(2, 2, 3)) == cases.trained_head_lines(2, 2, 3)
         box = slider.bounding_box()
         page.mouse.click(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
-        assert fig.wait_readout(trained_lines(2, 2, last)) == trained_lines(2, 2, last)
+        assert fig.wait_readout(cases.trained_head_lines(2, 2, last)) == cases.trained_head_lines(2, 2, last)
         groups = root.locator(".vega-bind-radio")
         assert [groups.nth(i).get_attribute("aria-label") for i in range(groups.count())] == [
             "选择层", "选择头"]
