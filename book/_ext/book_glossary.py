@@ -49,13 +49,6 @@ def english_name(definition: str) -> str | None:
     return name or None
 
 
-def english_name_of(term: str, glossary_md) -> str | None:
-    """在术语表源文件里找到术语 term 的条目，返回它的英文名（给测试和检查用）。"""
-    text = glossary_md.read_text(encoding="utf-8")
-    m = re.search(rf"^{re.escape(term)}\n((?:[ \t]+.*\n|\n)+)", text, re.M)
-    return english_name(m.group(1)) if m else None
-
-
 def slug(name: str) -> str:
     """英文名 → 锚点里的一段：小写，字母数字以外的连成一个 “-”。"""
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
