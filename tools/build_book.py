@@ -207,7 +207,9 @@ def input_fingerprint(root: Path, builder: str, extra: list[str]) -> str:
     for dirpath, dirnames, filenames in os.walk(root):
         # setuptools 打包时写的 build/、*.egg-info 是产物，不是输入（测试和 make dist 会在仓库里打包）
         dirnames[:] = sorted(d for d in dirnames if d not in NOT_INPUTS and not d.startswith(".")
-                             and not d.endswith(".egg-info"))
+                             and not d.endswith(".egg-info")
+                             # 英文的译文只是英文版的输入（英文版的书由它们生成，有自己的指纹）
+                             and not (Path(dirpath) == root / "locale" and d == "en"))
         for name in sorted(filenames):
             if name.endswith((".pyc", ".pyo", ".mo")):  # .mo 是 Sphinx 构建时从 .po 编译出来的（.po 才是输入）
                 continue
@@ -293,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="学生版网站：不带参考答案（sphinx-exercise 的 hide_solutions），默认输出到 _build/student/")
     parser.add_argument("--cache-from", type=Path, default=None, metavar="BUILD_DIR",
                         help="学生版的执行缓存从这个 _build 目录复制（默认是书的 _build/；执行键不同时不复制）")
+    parser.add_argument("--lang", default="zh", choices=["zh", "en"],
+                        help="en：英文版（tools/i18n.py 从中文源文件和 locale/en 的译文生成到 _build/en/，在那里构建，"
+                             "网站复制到 _build/html/en/）")
     parser.add_argument("--timings", type=Path, default=None,
                         help="把这次构建的计时（每页的内核启动与执行单元、Sphinx、XeLaTeX）写成 JSON（make bench 用）")
     args = parser.parse_args(argv)
@@ -302,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     except nb_internals.UnsupportedVersions as exc:
         print(f"[build_book] {exc}", file=sys.stderr)
         return 2
+    if args.lang == "en":
+        return build_english(args, argv or [])
     root = args.root.resolve()
     out = (args.out or (root / "_build" / "student" if args.student else root)).resolve()
     build_dir = out / "_build"
@@ -386,6 +393,54 @@ def main(argv: list[str] | None = None) -> int:
     if args.timings:
         args.timings.write_text(json.dumps(timings, ensure_ascii=False, indent=1), encoding="utf-8")
     return code
+
+
+def build_english(args, argv: list[str]) -> int:
+    """英文版：生成英文的书（只写变了的文件），用同样的步骤构建它，再把网站同步到中文网站的 en/ 下。"""
+    import i18n
+
+    root = args.root.resolve()
+    en_root = root / "_build" / i18n.LANG
+    _written, missing = i18n.build_root(en_root, root)
+    if missing:
+        print(f"[build_book] 英文版：{len(missing)} 条消息还没有英文，那里保留中文（python tools/i18n.py check 列出全部）：",
+              flush=True)
+        for line in missing[:10]:
+            print("   ", line, flush=True)
+    rest = [a for a in argv if not a.startswith("--lang")]
+    rest = [a for a in rest if a not in ("en", "zh")]
+    if "--root" in rest:  # 书的根目录换成英文的
+        i = rest.index("--root")
+        del rest[i:i + 2]
+    code = main(["--root", str(en_root), *rest])
+    if code == 0 and args.builder in ("html", "pdflatex"):
+        sync_tree(en_root / "_build" / "html", root / "_build" / "html" / i18n.LANG)
+    return code
+
+
+def sync_tree(source: Path, target: Path) -> int:
+    """把 source 目录同步到 target：只复制内容变了的文件，删掉 source 里已经没有的；返回复制的文件数。"""
+    if not source.is_dir():
+        return 0
+    copied = 0
+    wanted = set()
+    for path in source.rglob("*"):
+        rel = path.relative_to(source)
+        wanted.add(rel)
+        dest = target / rel
+        if path.is_dir():
+            dest.mkdir(parents=True, exist_ok=True)
+            continue
+        if dest.is_file() and dest.stat().st_size == path.stat().st_size and dest.read_bytes() == path.read_bytes():
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, dest)
+        copied += 1
+    if target.is_dir():
+        for path in sorted(target.rglob("*"), reverse=True):
+            if path.relative_to(target) not in wanted:
+                path.rmdir() if path.is_dir() else path.unlink()
+    return copied
 
 
 def build_pdf(build_dir: Path, env: dict[str, str], timings: dict) -> int:

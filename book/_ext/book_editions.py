@@ -1,0 +1,67 @@
+"""两种语言的版本在同一个网站上：中文在根目录，英文在 ``en/``（在 _config.yml 的 sphinx.local_extensions 里登记）。
+
+配置做不到的两件事：
+
+- 每页页头一个按钮，链到另一种语言的**同一页**（主题只有下载、全屏这类按钮，没有语言切换）；
+- 每页 ``<head>`` 里的 ``<link rel="alternate" hreflang=…>``：搜索引擎据此知道两页互为译本
+  （sphinx-sitemap 的 hreflang 假定每种语言一个 ``<语言>/`` 前缀，中文在根目录时对不上）。
+
+配置：``book_editions`` 列出各个版本（语言代码、在网站里的前缀、按钮上的名字），``book_edition`` 是这一本
+的语言。英文版的配置由 tools/i18n.py 生成，只改 ``book_edition``；按钮上的名字用各自的语言写（“English”
+“中文”），两个版本里都一样。
+"""
+
+from __future__ import annotations
+
+import html
+
+from sphinx.application import Sphinx
+
+
+def editions(app: Sphinx) -> tuple[dict, list[dict]]:
+    """(这一本, 其余各本)。"""
+    this = app.config.book_edition
+    found = [e for e in app.config.book_editions if e["lang"] == this]
+    if not found:
+        raise ValueError(f"book_edition {this!r} 不在 book_editions 里")
+    return found[0], [e for e in app.config.book_editions if e["lang"] != this]
+
+
+def site_root(app: Sphinx) -> str:
+    """网站根目录的网址（中文版的 html_baseurl；英文版的 html_baseurl 末尾多一段 en/）。"""
+    this, _ = editions(app)
+    base = app.config.html_baseurl or ""
+    prefix = this.get("prefix", "")
+    return base[: len(base) - len(prefix)] if prefix and base.endswith(prefix) else base
+
+
+def add_edition_links(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    if doctree is None and pagename not in ("index",):
+        return  # 搜索页、索引页这类没有译本对应关系的页面
+    this, others = editions(app)
+    depth = pagename.count("/") + this.get("prefix", "").count("/")
+    root = site_root(app)
+    tags = []
+    for edition in [this] + others:
+        url = f"{root}{edition.get('prefix', '')}{pagename}.html"
+        tags.append(f'<link rel="alternate" hreflang="{html.escape(edition["hreflang"])}" href="{html.escape(url)}">')
+    first = app.config.book_editions[0]
+    tags.append(f'<link rel="alternate" hreflang="x-default" '
+                f'href="{html.escape(root + first.get("prefix", "") + pagename + ".html")}">')
+    context["metatags"] = context.get("metatags", "") + "\n" + "\n".join(tags)
+    buttons = context.setdefault("header_buttons", [])
+    for edition in others:
+        buttons.append({
+            "type": "link",
+            "url": "../" * depth + edition.get("prefix", "") + pagename + ".html",
+            "tooltip": edition["label"],
+            "icon": "fas fa-language",
+            "label": f"edition-{edition['lang']}-button",
+        })
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_config_value("book_editions", [], "html")
+    app.add_config_value("book_edition", "", "html")
+    app.connect("html-page-context", add_edition_links, priority=510)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
