@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lock-installed
 
-.PHONY: html test unit serve pdf screenshots dist bench lock clean setup
+.PHONY: html test unit serve pdf screenshots dist bench lock clean setup translations
 
 # 建虚拟环境并按锁 requirements.lock 安装（锁里的包一个不多一个不少），再可编辑安装 minigpt；
 # 只在锁、requirements.txt 或 pyproject.toml 变了之后才重新安装（requirements.txt 改了而锁没刷新时停下，提示 make lock）
@@ -16,12 +16,15 @@ $(STAMP): requirements.lock requirements.txt pyproject.toml
 setup: $(STAMP)
 	@tools/system_deps.sh install html
 
-# 构建网站到 _build/html（警告即失败；包或依赖一变就重跑所有页面）。
-# 网站上的“下载 PDF”也是网站的一部分：装了 TeX 就顺带构建 PDF（没有改动时只需几秒），否则提示一句
+# 构建网站到 _build/html（警告即失败；包或依赖一变就重跑所有页面）：中文版在根目录，英文版在 en/
+# （英文版由 tools/i18n.py 从中文源文件和 locale/en 的译文生成，见 README 的“英文版”）。
+# 网站上的“下载 PDF”也是网站的一部分：装了 TeX 就顺带构建两种语言的 PDF（没有改动时只需几秒），否则提示一句
 html: setup
 	$(PY) tools/build_book.py --builder html
+	$(PY) tools/build_book.py --builder html --lang en
 	@if tools/system_deps.sh check pdf 2>/dev/null; then \
-	  $(PY) tools/build_book.py --builder pdflatex; \
+	  $(PY) tools/build_book.py --builder pdflatex && \
+	  $(PY) tools/build_book.py --builder pdflatex --lang en; \
 	else \
 	  echo "提示：没有装构建 PDF 的 TeX，网站上的“下载 PDF”链接暂时无效；按 make pdf 的提示装好后再运行 make html。"; \
 	fi
@@ -52,7 +55,15 @@ serve: setup
 pdf: setup
 	@tools/system_deps.sh check pdf
 	$(PY) tools/build_book.py --builder pdflatex
-	@echo "PDF: _build/latex/book.pdf"
+	$(PY) tools/build_book.py --builder pdflatex --lang en
+	@echo "PDF: _build/latex/book.pdf（英文版：_build/en/_build/latex/book.pdf）"
+
+# 英文版的译文：从中文源文件重新提取消息，更新 locale/en/LC_MESSAGES/ 下的目录（新消息空着，改过的中文
+# 把旧译文标为 fuzzy），再列出还要翻译或核对的消息。改了中文之后运行它，译好再提交；make test 在有
+# 没译的、fuzzy 的或与原文不符的译文时失败
+translations: setup
+	$(PY) tools/i18n.py update
+	$(PY) tools/i18n.py check
 
 # 截图，给人看网站长什么样（不是检查，make test 不截）：构建网站，再跑浏览器测试，把每页浅色、深色的整页截图
 # 和交互图的截图存到 _build/screenshots/

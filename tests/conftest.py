@@ -202,6 +202,10 @@ def built_book(tmp_path_factory) -> BuildResult:
     result = shared_build(tmp_path_factory, "built_book", "--fresh")
     if result.returncode != 0:
         pytest.fail(f"整本书构建失败（退出码 {result.returncode}）:\n{result.output[-8000:]}")
+    # 英文版（tools/build_book.py --lang en）：从中文源文件生成、构建，网站在 _build/html/en/
+    english = shared_build(tmp_path_factory, "built_book_en", "--lang", "en", "--fresh")
+    if english.returncode != 0:
+        pytest.fail(f"英文版构建失败（退出码 {english.returncode}）:\n{english.output[-8000:]}")
     return result
 
 

@@ -53,6 +53,9 @@ def built_pdf(built_book, tmp_path_factory) -> BuildResult:
     result = shared_build(tmp_path_factory, "built_pdf", "--builder", "pdflatex")
     if result.returncode != 0:
         pytest.fail(f"PDF 构建失败（退出码 {result.returncode}）:\n{result.output[-8000:]}")
+    english = shared_build(tmp_path_factory, "built_pdf_en", "--builder", "pdflatex", "--lang", "en")
+    if english.returncode != 0:
+        pytest.fail(f"英文版 PDF 构建失败（退出码 {english.returncode}）:\n{english.output[-8000:]}")
     return result
 
 

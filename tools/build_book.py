@@ -308,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[build_book] {exc}", file=sys.stderr)
         return 2
     if args.lang == "en":
-        return build_english(args, argv or [])
+        return build_english(args, sys.argv[1:] if argv is None else list(argv))
     root = args.root.resolve()
     out = (args.out or (root / "_build" / "student" if args.student else root)).resolve()
     build_dir = out / "_build"
@@ -400,7 +400,8 @@ def build_english(args, argv: list[str]) -> int:
     import i18n
 
     root = args.root.resolve()
-    en_root = root / "_build" / i18n.LANG
+    out = (args.out or root).resolve()
+    en_root = out / "_build" / i18n.LANG
     _written, missing = i18n.build_root(en_root, root)
     if missing:
         print(f"[build_book] 英文版：{len(missing)} 条消息还没有英文，那里保留中文（python tools/i18n.py check 列出全部）：",
@@ -409,12 +410,13 @@ def build_english(args, argv: list[str]) -> int:
             print("   ", line, flush=True)
     rest = [a for a in argv if not a.startswith("--lang")]
     rest = [a for a in rest if a not in ("en", "zh")]
-    if "--root" in rest:  # 书的根目录换成英文的
-        i = rest.index("--root")
-        del rest[i:i + 2]
+    for option in ("--root", "--out"):  # 书的根目录换成英文的，输出就在它下面
+        if option in rest:
+            i = rest.index(option)
+            del rest[i:i + 2]
     code = main(["--root", str(en_root), *rest])
     if code == 0 and args.builder in ("html", "pdflatex"):
-        sync_tree(en_root / "_build" / "html", root / "_build" / "html" / i18n.LANG)
+        sync_tree(en_root / "_build" / "html", out / "_build" / "html" / i18n.LANG)
     return code
 
 

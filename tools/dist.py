@@ -13,6 +13,9 @@ dist/ 里（<v> 是 minigpt.__version__，唯一的版本号出处）：
 - attention-transformer-block-notebooks-<v>.zip  全书读者笔记本 + wheel + requirements.txt + README；
 - minigpt-homework-<v>.zip                   作业包；
 - minigpt_book-<v>-py3-none-any.whl 与 minigpt_book-<v>.tar.gz  本书的包（wheel 与 sdist）；
+- 英文版（网站 zip 里的 en/ 就是英文网站）：attention-transformer-block-en-<v>.pdf、
+  attention-transformer-block-notebooks-en-<v>.zip、minigpt-homework-en-<v>.zip（英文的作业笔记本与
+  英文的 minigpt，版本号 <v>+en：检查器与批改程序的话都是英文）；
 - SHA256SUMS                                 以上每个文件的 SHA-256（`sha256sum -c SHA256SUMS` 可核对）。
 所有 zip 里的时间戳固定（SOURCE_DATE_EPOCH），同样的构建得到逐字节相同的 zip。
 """
@@ -49,7 +52,9 @@ def artifact_names(v: str) -> dict[str, str]:
     return {"site": f"{BOOK}-site-{v}.zip", "student_site": f"{BOOK}-student-site-{v}.zip",
             "pdf": f"{BOOK}-{v}.pdf",
             "notebooks": f"{BOOK}-notebooks-{v}.zip", "homework": f"minigpt-homework-{v}.zip",
-            "wheel": f"{dist}-{v}-py3-none-any.whl", "sdist": f"{dist}-{v}.tar.gz"}
+            "wheel": f"{dist}-{v}-py3-none-any.whl", "sdist": f"{dist}-{v}.tar.gz",
+            "pdf_en": f"{BOOK}-en-{v}.pdf", "notebooks_en": f"{BOOK}-notebooks-en-{v}.zip",
+            "homework_en": f"minigpt-homework-en-{v}.zip"}
 
 
 def _stamp() -> tuple:
@@ -100,9 +105,11 @@ def collect(build_root: Path, out: Path, student_root: Path | None = None) -> di
     build = build_root / "_build"
     html = build / "html"
     student = (student_root or build_root / "student") / "_build"
-    for marker in (".last-html-ok", ".last-pdflatex-ok"):
-        if not (build / marker).exists():
-            raise SystemExit(f"[dist] {build} 里没有一次成功的{'网站' if 'html' in marker else ' PDF '}构建（{marker}）")
+    english = build / "en" / "_build"
+    for folder in (build, english):
+        for marker in (".last-html-ok", ".last-pdflatex-ok"):
+            if not (folder / marker).exists():
+                raise SystemExit(f"[dist] {folder} 里没有一次成功的{'网站' if 'html' in marker else ' PDF '}构建（{marker}）")
     if not (student / ".last-html-ok").exists():
         raise SystemExit(f"[dist] {student} 里没有一次成功的学生版网站构建（.last-html-ok）")
     v = version()
@@ -114,7 +121,10 @@ def collect(build_root: Path, out: Path, student_root: Path | None = None) -> di
     sources = {"pdf": build / "latex" / "book.pdf",
                "notebooks": html / book_notebooks.NOTEBOOKS_ZIP,
                "homework": html / homework_bundle.BUNDLE,
-               "wheel": html / names["wheel"]}
+               "wheel": html / names["wheel"],
+               "pdf_en": english / "latex" / "book.pdf",
+               "notebooks_en": html / "en" / book_notebooks.NOTEBOOKS_ZIP,
+               "homework_en": html / "en" / homework_bundle.BUNDLE}
     for kind, source in sources.items():
         if not source.is_file():
             raise SystemExit(f"[dist] 构建里没有 {source}")
@@ -140,11 +150,12 @@ def clean_build(build_root: Path) -> None:
         shutil.rmtree(build_root)
     build_root.mkdir(parents=True)
     script = REPO / "tools" / "build_book.py"
-    for builder in ("html", "pdflatex"):
-        code = subprocess.run([sys.executable, str(script), "--builder", builder, "--fresh",
-                               "--out", str(build_root)], cwd=REPO).returncode
-        if code != 0:
-            raise SystemExit(f"[dist] {builder} 构建失败（退出码 {code}），dist/ 没有更新")
+    for lang in ("zh", "en"):
+        for builder in ("html", "pdflatex"):
+            code = subprocess.run([sys.executable, str(script), "--builder", builder, "--fresh", "--lang", lang,
+                                   "--out", str(build_root)], cwd=REPO).returncode
+            if code != 0:
+                raise SystemExit(f"[dist] {lang} 的 {builder} 构建失败（退出码 {code}），dist/ 没有更新")
     for builder in ("html", "pdflatex"):
         code = subprocess.run([sys.executable, str(script), "--builder", builder, "--student", "--fresh",
                                "--out", str(build_root / "student"), "--cache-from", str(build_root / "_build")],

@@ -59,6 +59,8 @@ def code_sources(root: Path = REPO) -> list[tuple[Path, str, dict]]:
         out.append((path, "html", {}))
     for path in sorted((root / "book").glob("*.bib")):
         out.append((path, "bib", {}))
+    for path in sorted((root / "book" / "_ext").glob("*.sty")):
+        out.append((path, "tex", {}))
     return out
 
 
@@ -70,9 +72,13 @@ def file_pieces(path: Path, kind: str, options: dict) -> list[tx.Piece]:
         return tx.js_pieces(text)
     if kind == "bib":
         return tx.bib_pieces(text)
+    if kind == "tex":
+        return tx.tex_pieces(text)
     return tx.html_pieces(text)
 
 
+FSTRING = "f-string: the code inside {...} must stay exactly as it is"
+LATEX = "LaTeX: keep every \\command"
 CONFIG_KEYS_NOT_TEXT = {"search_dict", "dict", "book_editions"}  # 不是给读者的文字，或两个版本相同
 
 
@@ -95,7 +101,8 @@ def pages(root: Path = REPO) -> list[Path]:
 # ---- 提取 ------------------------------------------------------------------------------------------
 
 def extract_prose(root: Path = REPO) -> Path:
-    """Sphinx 的 gettext 构建器：每页一个 .pot（msgid 是 MyST 源文字）。页面从执行缓存读取，不再执行。"""
+    """Sphinx 的 gettext 构建器：每页一个 .pot（msgid 是 MyST 源文字）。页面不执行：消息只取自源文件
+    （代码算出来、glue 进页面的文字是代码的消息，在 code.po 里）。"""
     out = root / GETTEXT
     code = subprocess.call([sys.executable, "-c", _GETTEXT_SCRIPT, str(root), str(out)], cwd=root,
                            env={**os.environ, "PYTHONPATH": str(root / "src")})
@@ -135,7 +142,8 @@ root, out = sys.argv[1], sys.argv[2]
 rc = build_sphinx(root, out, path_config=root + "/_config.yml", doctreedir=root + "/_build/.doctrees-gettext",
                   builder="gettext", noconfig=True, really_quiet=True,
                   confoverrides={"gettext_compact": False, "gettext_uuid": False, "gettext_location": False,
-                                 "gettext_additional_targets": [], "latex_individualpages": False})
+                                 "gettext_additional_targets": [], "latex_individualpages": False,
+                                 "nb_execution_mode": "off"})
 sys.exit(1 if rc else 0)
 """
 
@@ -148,11 +156,12 @@ def extract_code(root: Path = REPO):
     for page in pages(root):
         rel = page.relative_to(root).as_posix()
         for piece, _kind in tx.page_code_pieces(page.read_text(encoding="utf-8")):
-            catalog.add(piece.text, locations=[(rel, piece.line)])
+            catalog.add(piece.text, locations=[(rel, piece.line)], auto_comments=[FSTRING] if piece.fstring else [])
     for path, kind, options in code_sources(root):
         rel = path.relative_to(root).as_posix()
         for piece in file_pieces(path, kind, options):
-            catalog.add(piece.text, locations=[(rel, piece.line)])
+            notes = [FSTRING] if piece.fstring else [LATEX] if kind == "tex" else []
+            catalog.add(piece.text, locations=[(rel, piece.line)], auto_comments=notes)
     import yaml
 
     for name in ("_config.yml", "_toc.yml"):
@@ -209,11 +218,17 @@ def _target(body: str) -> str:
     return m.group(1) if m else body
 
 
+# 内容是给读者看的文字的角色（本书的扩展定义的）：译文翻译其中的文字，只核对占位符
+TEXT_ROLES = {"book-pdf", "book-version"}
+
+
 def roles(text: str, terms: dict[str, str] | None = None) -> Counter:
     """消息里的 MyST 角色：(角色, 目标)。术语的目标按术语表的译文换算（terms: 中文词条 → 英文词条）。"""
     out = Counter()
     for name, body in ROLE.findall(text):
-        if name == "term":
+        if name in TEXT_ROLES:
+            out[(name, tuple(sorted(PLACEHOLDER.findall(body))))] += 1
+        elif name == "term":
             target = _target(body)
             if terms is not None:
                 target = terms.get(target, target)
@@ -225,24 +240,34 @@ def roles(text: str, terms: dict[str, str] | None = None) -> Counter:
     return out
 
 
-def message_problems(msgid: str, msgstr: str, kind: str, terms: dict[str, str], allow_cjk: bool) -> list[str]:
-    """一条译文与原文不符的地方（空表示没问题）。kind：prose（页面正文）或 code（代码里的文字）。"""
+def message_problems(msgid: str, msgstr: str, kind: str, terms: dict[str, str], allow_cjk: str = "",
+                     fstring: bool = False, latex: bool = False) -> list[str]:
+    """一条译文与原文不符的地方（空表示没问题）。kind：prose（页面正文）或 code（代码里的文字）。
+
+    译文可以刻意保留原文里的中文词（讲到某个中文词的地方），不能有原文没有的中文，也不能有全角标点；
+    allow_cjk 是另外允许出现的中文所在的文字（术语表：整页的中文源文件，条目会写出它的中文名）。"""
     problems = []
     if tx.has_cjk(msgstr):
         runs = re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]+", msgstr)
-        if not allow_cjk or any(run not in msgid and run not in terms for run in runs) \
+        if any(run not in msgid and run not in allow_cjk for run in runs) \
                 or re.search(r"[\u3000-\u303f\uff00-\uffef]", msgstr):
             problems.append("译文里有中文：" + "".join(tx.CJK.findall(msgstr))[:30])
     if kind == "prose":
         if roles(msgid, terms) != roles(msgstr):
             a, b = roles(msgid, terms), roles(msgstr)
             problems.append(f"角色不同：原文多 {dict(a - b)}，译文多 {dict(b - a)}")
-        strip = lambda s: ROLE.sub("", s)  # noqa: E731
+        # 公式里的 \text{…} 是文字，可以翻译；其余一个字符都不能变
+        strip = lambda s: re.sub(r"\\text\{[^{}]*\}", r"\\text{}", ROLE.sub("", s))  # noqa: E731
         if Counter(MATH.findall(strip(msgid))) != Counter(MATH.findall(strip(msgstr))):
             a, b = Counter(MATH.findall(strip(msgid))), Counter(MATH.findall(strip(msgstr)))
             problems.append(f"公式不同：原文多 {list(a - b)}，译文多 {list(b - a)}")
     else:
         a, b = Counter(PLACEHOLDER.findall(msgid)), Counter(PLACEHOLDER.findall(msgstr))
+        if fstring:
+            a, b = Counter(tx.fstring_expressions(msgid)), Counter(tx.fstring_expressions(msgstr))
+        if latex:  # LaTeX 的花括号是分组，不是占位符：核对命令（\quad 这类排版间距除外）
+            commands = lambda s: Counter(c for c in re.findall(r"\\[A-Za-z@]+", s) if c not in ("\\quad", "\\,"))  # noqa: E731
+            a, b = commands(msgid), commands(msgstr)
         if a != b:
             problems.append(f"占位符不同：原文多 {list(a - b)}，译文多 {list(b - a)}")
     return problems
@@ -258,6 +283,31 @@ def glossary_terms(root: Path = REPO) -> dict[str, str]:
     return {h: done.get(h, h) for h in heads}
 
 
+def fstring_problems(root: Path = REPO) -> list[str]:
+    """包、扩展与页面代码单元里，f-string 的表达式中写着中文的地方（文件:行）。"""
+    found = []
+    for path, kind, _options in code_sources(root):
+        if kind == "py":
+            rel = path.relative_to(root).as_posix()
+            found += [f"{rel}:{n}" for n in tx.cjk_in_fstring_code(path.read_text(encoding="utf-8"))]
+    for page in pages(root):
+        for block in tx.split_page(page.read_text(encoding="utf-8")):
+            if block.kind == "py":
+                try:
+                    lines = tx.cjk_in_fstring_code(block.text)
+                except (SyntaxError, tokenize_error()):
+                    continue
+                rel = page.relative_to(root).as_posix()
+                found += [f"{rel}:{block.first_line + n - 1}" for n in lines]
+    return found
+
+
+def tokenize_error():
+    import tokenize
+
+    return tokenize.TokenError
+
+
 def check(root: Path = REPO, *, extract: bool = True) -> list[str]:
     """核对英文目录与当前的中文源文件：返回问题清单（空表示全部译好、没有漂移）。"""
     out = root / GETTEXT
@@ -265,7 +315,8 @@ def check(root: Path = REPO, *, extract: bool = True) -> list[str]:
         out = extract_prose(root)
         write_pot(extract_code(root), out / "code.pot")
     terms = glossary_terms(root)
-    problems = []
+    problems = [f"{where}：f-string 的 {{…}} 里写着中文（那是代码，翻译不到）：把它放进表达式外的字符串"
+                for where in fstring_problems(root)]
     for pot in sorted(out.rglob("*.pot")):
         rel = pot.relative_to(out).with_suffix(".po")
         po = locale_dir(root) / rel
@@ -274,7 +325,8 @@ def check(root: Path = REPO, *, extract: bool = True) -> list[str]:
             continue
         catalog = read_catalog(po)
         kind = "code" if rel.name == "code.po" else "prose"
-        allow_cjk = rel.as_posix() == "book/glossary.po"
+        allow_cjk = (root / "book" / "glossary.md").read_text(encoding="utf-8") \
+            if rel.as_posix() == "book/glossary.po" else ""
         for message in read_catalog(pot):
             if not message.id:
                 continue
@@ -288,7 +340,9 @@ def check(root: Path = REPO, *, extract: bool = True) -> list[str]:
                 problems.append(f"{where}：没有译文")
             else:
                 problems += [f"{where}：{p}" for p in
-                             message_problems(message.id, entry.string, kind, terms, allow_cjk)]
+                             message_problems(message.id, entry.string, kind, terms, allow_cjk,
+                                              fstring=FSTRING in message.auto_comments,
+                                              latex=LATEX in message.auto_comments)]
     return problems
 
 
@@ -345,6 +399,15 @@ class Translator:
         return data
 
 
+def english_version(init: str) -> str:
+    """英文版的包的版本号带本地标签 +en（如 4.0.0+en）：两种语言的 wheel 名字不同，装了中文版的环境里
+    pip 也不会把英文版当成“已经装好”。"""
+    new, count = re.subn(r'^(__version__ = ")([^"+]+)(")', rf"\g<1>\g<2>+{LANG}\g<3>", init, flags=re.M)
+    if count != 1:
+        raise ValueError("src/minigpt/__init__.py 里找不到 __version__ = \"…\"")
+    return new
+
+
 def english_config(config: dict, tr: Translator) -> dict:
     """英文版的 _config.yml：文字换成英文，语言 en，网址是网站下的 en/，不用中文分词的搜索词典。"""
     config = tr.yaml_text(config, "_config.yml")
@@ -372,7 +435,10 @@ def build_root(out: Path, root: Path = REPO) -> tuple[list[str], list[str]]:
             continue
         rel = path.relative_to(root).as_posix()
         if path in kinds:
-            files[rel] = tr.file(path, *kinds[path]).encode()
+            text = tr.file(path, *kinds[path])
+            if rel == "src/minigpt/__init__.py":
+                text = english_version(text)
+            files[rel] = text.encode()
         elif path.suffix == ".md" and path.parent == root / "book":
             files[rel] = tr.page(path).encode()
         elif rel == "book/homework_student.ipynb":

@@ -34,6 +34,7 @@ class Piece:
     end: int
     text: str
     line: int
+    fstring: bool = False   # Python 的 f-string：{…} 里是代码，译文必须原样保留
 
 
 # ---- Python ---------------------------------------------------------------------------------
@@ -79,7 +80,8 @@ def python_pieces(source: str, *, comments: bool = True, docstrings: bool = True
             if not m:  # 不会发生：分词器给出的字符串总是这个样子
                 raise ValueError(f"认不出的字符串字面量：{tok.string[:40]!r}")
             inner = begin + len(m.group(1)) + len(m.group(2))
-            pieces.append(Piece(inner, inner + len(m.group(3)), m.group(3), tok.start[0]))
+            pieces.append(Piece(inner, inner + len(m.group(3)), m.group(3), tok.start[0],
+                                fstring="f" in m.group(1).lower()))
     return pieces
 
 
@@ -272,7 +274,8 @@ def page_code_pieces(text: str) -> list[tuple[Piece, str]]:
         if block.kind in ("prose", "opaque"):
             continue
         for piece in code_pieces(block.kind, block.text):
-            out.append((Piece(piece.start, piece.end, piece.text, block.first_line + piece.line - 1), block.kind))
+            out.append((Piece(piece.start, piece.end, piece.text, block.first_line + piece.line - 1,
+                              piece.fstring), block.kind))
     return out
 
 
@@ -299,3 +302,48 @@ def bib_pieces(source: str) -> list[Piece]:
     """BibTeX：含中文的字段值（花括号里面的文字）。"""
     return [Piece(m.start(1), m.end(1), m.group(1), source.count("\n", 0, m.start()) + 1)
             for m in _BIB_FIELD.finditer(source) if has_cjk(m.group(1))]
+
+
+def tex_pieces(source: str) -> list[Piece]:
+    """LaTeX（book_pdf.sty）：每一行注释（``%`` 之后）以外含中文的部分（去掉首尾空白）是一条消息。"""
+    out, pos = [], 0
+    for number, line in enumerate(source.splitlines(keepends=True), 1):
+        code = re.split(r"(?<!\\)%", line.rstrip("\n"), maxsplit=1)[0]
+        if has_cjk(code):
+            lead = len(code) - len(code.lstrip())
+            core = code.strip()
+            out.append(Piece(pos + lead, pos + lead + len(core), core, number))
+        pos += len(line)
+    return out
+
+
+def fstring_expressions(literal: str) -> list[str]:
+    """f-string 字面量里 ``{…}`` 中的表达式（``{{``、``}}`` 不算）。"""
+    out, depth, current, i = [], 0, "", 0
+    while i < len(literal):
+        pair = literal[i:i + 2]
+        if depth == 0 and pair in ("{{", "}}"):
+            i += 2
+            continue
+        char = literal[i]
+        if char == "{":
+            depth += 1
+        if depth:
+            current += char
+        if char == "}" and depth:
+            depth -= 1
+            if not depth:
+                out.append(current)
+                current = ""
+        i += 1
+    return out
+
+
+def cjk_in_fstring_code(source: str) -> list[int]:
+    """f-string 的 ``{…}`` 表达式里写着中文的行号：那是代码，不会被翻译（把中文放进表达式外的字符串）。"""
+    lines = []
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.STRING and re.match(r"^[rRbBuU]*[fF]", tok.string):
+            if any(has_cjk(e) for e in fstring_expressions(tok.string)):
+                lines.append(tok.start[0])
+    return lines

@@ -316,7 +316,7 @@ class MarkdownWriter:
             for ident in node.get("ids") or []:
                 if ident in numbers:
                     number = self.app.config.numfig_format.get("table", "表 %s") % ".".join(map(str, numbers[ident]))
-            out = f"*{(number + '　') if number else ''}{self.inline(title)}*\n\n" + out
+            out = f"*{(number + ' ') if number else ''}{self.inline(title)}*\n\n" + out
         return out
 
     # -- 行内 --

@@ -254,7 +254,7 @@ class CitationListTranslator(HTML5Translator):
 # ---- 8. 根目录的跳转页 ----------------------------------------------------------------------
 
 REDIRECT_PAGE = """<!DOCTYPE html>
-<html lang="zh-CN">
+<html lang="{lang}">
 <head>
 <meta charset="utf-8">
 <meta http-equiv="refresh" content="0; url={url}">
@@ -277,6 +277,7 @@ def write_root_redirect(app: Sphinx, exception) -> None:
     if favicon and "://" not in favicon:
         favicon = "_static/" + Path(favicon).name
     index.write_text(REDIRECT_PAGE.format(
+        lang=html.escape((app.config.language or "en").replace("_", "-")),
         url=html.escape(app.builder.get_target_uri(app.config.root_doc)),
         title=html.escape(app.config.html_title or app.config.project),
         favicon=html.escape(favicon)), encoding="utf-8")

@@ -369,7 +369,8 @@ def mask_toggle(before, after, labels, static: Figure, alt: str,
     cells, rows = [], []
     for masked, w in ((False, b), (True, a)):
         cells += _heatmap_cells(w, labels, 0.0, 1.0, masked=masked)
-        lines = [f"因果遮蔽：{'开' if masked else '关'}（每行之和为 1）"]
+        state = "开" if masked else "关"
+        lines = [f"因果遮蔽：{state}（每行之和为 1）"]
         lines += [f"{labels[i]} 这一行：" + "　".join(
             f"{labels[j]} {w[i, j]:.4f}" for j in range(len(labels)))
             for i in range(len(labels))]

@@ -171,8 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         same.setdefault(student_id(str(path)), []).append(str(path))
     for sid, paths in same.items():
         if len(paths) > 1:   # 比如每个学生一个文件夹、笔记本都还叫 homework_student.ipynb
+            names = "、".join(report.visible(p) for p in paths[:5])
             print(f"提示：{len(paths)} 份提交的学号（文件名去掉 .ipynb）都是 {report.visible(sid)}："
-                  f"{'、'.join(report.visible(p) for p in paths[:5])}{' …' if len(paths) > 5 else ''}。"
+                  f"{names}{' …' if len(paths) > 5 else ''}。"
                   "表和 CSV 里分不清它们，成绩册按学号导入时只会留下一行：请把文件改名为各自的学号再批改",
                   file=sys.stderr)
     try:

@@ -82,8 +82,9 @@ def _verdict(exercise, answers: dict, inputs: dict) -> ExerciseResult:
     mine = {n: answers[n] for n in exercise.answers}
     gone = [n for n, v in mine.items() if v is MISSING]
     if gone:
+        gone_names = "、".join(gone)
         return ExerciseResult(exercise.key, exercise.title, "missing",
-                              f"运行结束时没有变量 {'、'.join(gone)}（从来没有定义，或者被后面的单元"
+                              f"运行结束时没有变量 {gone_names}（从来没有定义，或者被后面的单元"
                               "删除了）：批改看的是运行结束时答案变量的值")
     sink = io.StringIO()
     try:

@@ -50,7 +50,8 @@ def as_the_grader_sees(values: dict) -> dict:
             exec(probe_source(names), dict(values))  # noqa: S102  探针就是批改时在学生内核里运行的那段
         return decode_answers(parse_json(answers_from_output(sink.getvalue())), names)
     except (AnswerFileError, Exception) as err:  # 探针读不回来的对象：批改时这份提交也会出错
-        raise HomeworkWrong(f"{'、'.join(names)} 的值批改程序读不回来（{type_name(err)}）："
+        listed = "、".join(names)
+        raise HomeworkWrong(f"{listed} 的值批改程序读不回来（{type_name(err)}）："
                             "请交张量、数字或列表", "unreadable") from None
 
 

@@ -21,7 +21,8 @@ def require(**answers) -> None:
     missing = [name for name, value in answers.items()
                if value is None or value is Ellipsis]
     if missing:
-        raise HomeworkNotFilled(f"{'、'.join(missing)} 还没有填写："
+        listed = "、".join(missing)
+        raise HomeworkNotFilled(f"{listed} 还没有填写："
                                 "把 None 换成你的计算结果再运行", "not_filled")
 
 

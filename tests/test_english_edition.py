@@ -1,0 +1,303 @@
+"""英文版：译文完整且不漂移，代码只换了人话，英文页面上没有中文，两个版本的数字一模一样。
+
+英文版由 tools/i18n.py 从中文源文件与 locale/en 的译文生成（见该文件的说明）。这里核对：
+
+- 每一条中文消息都有译文、不是 fuzzy，译文里的角色（glue、术语、交叉引用……）、公式与占位符与原文一致；
+  中文改了一句，核对就失败（在一份副本上真改一句来证明）；
+- 英文版的代码与中文版是同一份代码：除字符串与注释的内容以外，每个 Python 文件的词法记号一个不差；
+- 英文网站的每一页都在，页面文字、代码、输出与图里没有中文（语言切换按钮、术语表与译文刻意保留的中文除外）；
+- 两个版本每一页的数字一样：glue 的数值、打印的张量与数、图的个数。
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import sys
+import tokenize
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+import i18n  # noqa: E402
+import i18n_text as tx  # noqa: E402
+
+from conftest import toc_docnames  # noqa: E402
+
+
+# ---- 译文的核对 ----------------------------------------------------------------------------------
+
+def test_every_message_is_translated_and_agrees_with_its_source():
+    problems = i18n.check(REPO)
+    assert problems == [], "\n".join(problems[:40])
+
+
+@pytest.mark.parametrize("msgid, good, bad, kind, problem", [
+    ("权重是 {glue:text}`s2_w`。", "The weight is {glue:text}`s2_w`.", "The weight is 0.5.", "prose", "角色不同"),
+    ("见 {numref}`图 %s <fig-a>` 与 {numref}`fig-b`。", "See {numref}`Figure %s <fig-a>` and {numref}`fig-b`.",
+     "See {numref}`fig-a` and {numref}`fig-a`.", "prose", "角色不同"),
+    ("{term}`注意力`", "{term}`attention`", "{term}`attention weight`", "prose", "角色不同"),
+    ("设 $d_k = 64$。", "Let $d_k = 64$.", "Let $d_k = 32$.", "prose", "公式不同"),
+    ("形状 {x.shape}", "shape {x.shape}", "shape {x}", "code", "占位符不同"),
+    ("共 %d 个", "%d in total", "a total", "code", "占位符不同"),
+    ("看得见", "visible", "visible（yes）", "code", "中文"),
+])
+def test_the_message_check_catches_what_a_translation_must_not_change(msgid, good, bad, kind, problem):
+    terms = {"注意力": "attention"}
+    assert i18n.message_problems(msgid, good, kind, terms, allow_cjk="") == []
+    found = i18n.message_problems(msgid, bad, kind, terms, allow_cjk="")
+    assert any(problem in p for p in found), found
+
+
+def book_copy(tmp_path: Path) -> Path:
+    root = tmp_path / "book-copy"
+    root.mkdir()
+    for name in ("_config.yml", "_toc.yml", "pyproject.toml"):
+        shutil.copy2(REPO / name, root / name)
+    for folder in ("book", "src", "locale"):
+        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    (root / "tools").mkdir()
+    shutil.copy2(REPO / "tools" / "make_student_notebook.py", root / "tools")
+    return root
+
+
+@pytest.mark.slow
+def test_editing_a_chinese_sentence_makes_the_check_fail_until_it_is_translated(tmp_path):
+    """真改一句中文：核对说这条没有译文；make translations（sphinx-intl update）之后说它是 fuzzy。"""
+    root = book_copy(tmp_path)
+    page = root / "book" / "s5_ffn.md"
+    text = page.read_text(encoding="utf-8")
+    old = "两个线性层夹一个激活函数"
+    assert old in text
+    page.write_text(text.replace(old, "两个线性层中间夹着一个激活函数", 1), encoding="utf-8")
+    problems = i18n.check(root)
+    assert any("两个线性层中间夹着一个激活函数" in p and "目录里没有这条" in p for p in problems), problems
+    i18n.update(root)
+    problems = i18n.check(root, extract=False)
+    assert [p for p in problems if "fuzzy" in p] and all("s5_ffn.po" in p for p in problems), problems
+
+
+@pytest.mark.slow
+def test_a_translation_that_drops_a_glue_role_fails_the_check(tmp_path):
+    root = book_copy(tmp_path)
+    po = root / "locale" / "en" / "LC_MESSAGES" / "book" / "s2_scaled_dot_product.po"
+    catalog = i18n.read_catalog(po)
+    message = next(m for m in catalog if m.id and "{glue:text}" in m.string)
+    message.string = re.sub(r"\{glue:text\}`[^`]+`", "0.25", message.string, count=1)
+    i18n.write_pot(catalog, po)
+    problems = i18n.check(root)
+    assert len(problems) == 1 and "角色不同" in problems[0] and "glue:text" in problems[0], problems
+
+
+# ---- 英文版的书 --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def english_root(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("en-root")
+    _written, missing = i18n.build_root(out, REPO)
+    assert missing == [], "\n".join(missing[:30])
+    return out
+
+
+def code_tokens(source: str) -> list[tuple[int, str]]:
+    """词法记号，字符串与注释只记种类（它们的内容是可以翻译的人话）。"""
+    out = []
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type in (tokenize.COMMENT, tokenize.NL):
+            continue
+        if tok.type == tokenize.STRING:
+            prefix = re.match(r"[rRbBuUfF]*", tok.string).group()
+            out.append((tok.type, prefix.lower()))
+        else:
+            out.append((tok.type, tok.string))
+    return out
+
+
+def test_the_english_python_is_the_same_code(english_root):
+    """包、扩展与页面的每个代码单元：英文版与中文版的词法记号除字符串内容以外完全相同（译文也没弄坏引号）。"""
+    checked = 0
+    for path, kind, _options in i18n.code_sources(REPO):
+        if kind != "py":
+            continue
+        rel = path.relative_to(REPO)
+        assert code_tokens((english_root / rel).read_text(encoding="utf-8")) == \
+            code_tokens(path.read_text(encoding="utf-8")), rel
+        checked += 1
+    for page in i18n.pages(REPO):
+        zh = [b.text for b in tx.split_page(page.read_text(encoding="utf-8")) if b.kind == "py"]
+        en = [b.text for b in tx.split_page((english_root / "book" / page.name).read_text(encoding="utf-8"))
+              if b.kind == "py"]
+        assert len(zh) == len(en), page.name
+        for a, b in zip(zh, en):
+            try:
+                expected = code_tokens(a)
+            except (tokenize.TokenError, SyntaxError):
+                continue  # 故意不完整的代码（按行翻译）
+            assert code_tokens(b) == expected, (page.name, a[:200], b[:200])
+            checked += 1
+    assert checked > 150
+
+
+def test_the_english_sources_hold_no_chinese_where_readers_look(english_root):
+    """英文的书：页面（作者注释行去掉了）、包的源码、模板与脚本里都没有中文；扩展只有注释与文档字符串里还有
+    （给维护者的，不进任何页面）。"""
+    leftovers = []
+    for path in sorted((english_root / "book").glob("*.md")) + sorted((english_root / "src").rglob("*.py")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if tx.has_cjk(line) and not allowed_in_source(path, line):
+                leftovers.append(f"{path.relative_to(english_root)}:{n}: {line.strip()[:80]}")
+    assert leftovers == [], "\n".join(leftovers[:30])
+
+
+def kept_on_purpose() -> set[str]:
+    """译文刻意保留的中文（术语表里的中文名、讲到某个中文词的地方）：每条都出现在它的原文里。"""
+    runs = set()
+    for po in sorted((i18n.locale_dir(REPO) / "book").glob("*.po")):
+        for message in i18n.read_catalog(po):
+            runs.update(re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]+", message.string or ""))
+    return runs
+
+
+def allowed_in_source(path: Path, line: str) -> bool:
+    runs = re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]+", line)
+    return path.suffix == ".md" and bool(runs) and set(runs) <= kept_on_purpose() \
+        and not re.search(r"[\u3000-\u303f\uff00-\uffef]", line)
+
+
+# ---- 英文网站 ---------------------------------------------------------------------------------
+
+def english_html(built_book) -> Path:
+    return built_book.html / i18n.LANG
+
+
+def test_every_page_of_the_toc_exists_in_english(built_book):
+    en = english_html(built_book)
+    missing = [doc for doc in toc_docnames() if not (en / f"{doc}.html").is_file()]
+    assert missing == []
+    index = (en / "book" / "s2_scaled_dot_product.html").read_text(encoding="utf-8")
+    assert '<html lang="en"' in index
+
+
+class _Text(__import__("html.parser").parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.parts: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "style"):
+            self._skip += 1
+        for name, value in attrs:
+            if name in ("alt", "title", "aria-label", "data-bs-title", "placeholder") and value:
+                self.parts.append(value)
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style"):
+            self._skip -= 1
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.parts.append(data)
+
+
+def page_chinese(path: Path) -> list[str]:
+    parser = _Text()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return re.findall(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]+", " ".join(parser.parts))
+
+
+def test_english_pages_show_no_chinese(built_book):
+    """页面上看得见的文字（含 alt、title、aria-label）里的中文只能是语言切换按钮的名字，或译文刻意保留的词。"""
+    import yaml
+
+    editions = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["book_editions"]
+    allowed = kept_on_purpose() | {e["label"] for e in editions}
+    en = english_html(built_book)
+    found = {}
+    for page in sorted(en.rglob("*.html")):
+        bad = [run for run in page_chinese(page) if run not in allowed]
+        if bad:
+            found[page.relative_to(en).as_posix()] = bad[:8]
+    assert found == {}
+
+
+def test_english_outputs_and_figures_carry_no_chinese(built_book):
+    """英文版执行出来的每个输出（文字、表格、图的 SVG 文本）与网站上的图片、交互图数据里都没有中文。"""
+    bad = []
+    executed = REPO / "_build" / i18n.LANG / "_build" / "jupyter_execute"
+    notebooks = sorted(executed.rglob("*.ipynb"))
+    assert len(notebooks) >= 9
+    for nb in notebooks:
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+            for output in cell.get("outputs", []):
+                text = json.dumps({k: v for k, v in output.items() if k != "metadata"}, ensure_ascii=False)
+                if tx.has_cjk(text):
+                    bad.append(f"{nb.name}: {''.join(tx.CJK.findall(text))[:40]}")
+    for image in sorted((english_html(built_book) / "_images").glob("*.svg")):
+        if tx.has_cjk(image.read_text(encoding="utf-8", errors="replace")):
+            bad.append(image.name)
+    assert bad == [], bad[:20]
+
+
+# ---- 两个版本的数字 ----------------------------------------------------------------------------
+
+NUMBER = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e[-+]?\d+)?|(?<![\w.])-?\d+e[-+]?\d+")
+
+
+def page_numbers(nb_path: Path) -> tuple[list[str], dict[str, str], int]:
+    """一页执行结果里的数：(打印与显示出来的小数，按出现的顺序；glue 的数值 {键: 值}；图的个数)。"""
+    printed, glued, figures = [], {}, 0
+    for cell in json.loads(nb_path.read_text(encoding="utf-8"))["cells"]:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            key = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            if any(m.startswith("image/") for m in data):
+                figures += 1
+            text = output.get("text") or data.get("text/plain") or ""
+            text = "".join(text) if isinstance(text, list) else text
+            if key:
+                glued[key] = text
+            elif output.get("output_type") in ("stream", "execute_result"):
+                printed += NUMBER.findall(text)
+    return printed, glued, figures
+
+
+def test_both_editions_compute_the_same_numbers(built_book):
+    """同一份代码、同样的种子：每页打印的每个小数、每个 glue 的数值与图的个数，两个版本一模一样。"""
+    zh_dir = REPO / "_build" / "jupyter_execute"
+    en_dir = REPO / "_build" / i18n.LANG / "_build" / "jupyter_execute"
+    compared = 0
+    for zh in sorted(zh_dir.rglob("*.ipynb")):
+        en = en_dir / zh.relative_to(zh_dir)
+        assert en.is_file(), en
+        zp, zg, zf = page_numbers(zh)
+        ep, eg, ef = page_numbers(en)
+        assert zp == ep, zh.name
+        assert zf == ef, zh.name
+        assert zg.keys() == eg.keys(), zh.name
+        for key, value in zg.items():
+            if re.fullmatch(r"-?[\d.]+(e[-+]?\d+)?", value.strip("'\" ")):
+                assert eg[key] == value, (zh.name, key)
+                compared += 1
+            else:
+                assert NUMBER.findall(eg[key]) == NUMBER.findall(value), (zh.name, key, value, eg[key])
+        compared += len(zp)
+    assert compared > 300
+
+
+def test_an_f_string_translation_must_keep_its_code():
+    msgid = "{listed} 还没有填写（共 {len(names)} 个）："
+    assert i18n.message_problems(msgid, "{listed} not filled in yet ({len(names)} in all): ", "code", {},
+                                 fstring=True) == []
+    found = i18n.message_problems(msgid, "{listed} not filled in yet ({len(missing)} in all): ", "code", {},
+                                  fstring=True)
+    assert any("占位符不同" in p for p in found), found
+
+
+def test_chinese_inside_f_string_code_is_found():
+    assert tx.cjk_in_fstring_code("x = f\"{'、'.join(a)} 个\"\ny = f'{n} 个'\n") == [1]
+    assert i18n.fstring_problems(REPO) == []
