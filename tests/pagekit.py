@@ -192,12 +192,15 @@ LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
 
 class InterfaceParser(HTMLParser):
-    """收集一页里读者看得到的界面文字：<article> 之外的文字，以及各处的提示类属性（title、aria-label……）。"""
+    """收集一页里读者看得到的界面文字：<article> 之外的文字，以及各处的提示类属性（title、aria-label……）。
+    标明了另一种语言的元素（lang 不是页面的语言：到另一种语言版本的链接）不算。"""
 
     def __init__(self):
         super().__init__()
         self.depth = 0  # 在 <article> 里
         self.skip = 0   # 在 <script>/<style> 里
+        self.foreign: list[str] = []  # 标明了别的语言的元素（lang 属性），从外到里
+        self.page_lang = ""
         self.strings: list[str] = []
 
     def handle_starttag(self, tag, attrs):
@@ -206,6 +209,12 @@ class InterfaceParser(HTMLParser):
         if tag in ("script", "style"):
             self.skip += 1
         a = dict(attrs)
+        if tag == "html":
+            self.page_lang = a.get("lang", "")
+        elif a.get("lang") and a["lang"] != self.page_lang:
+            self.foreign.append(tag)
+        if self.foreign:
+            return
         if self.depth and not (tag == "button" or "headerlink" in (a.get("class") or "").split()):
             return  # 正文里只有按钮和标题锚点的提示是界面；图的 alt、引文链接的 title 是内容
         self.strings += [a[k] for k in UI_ATTRIBUTES if a.get(k) and not (tag == "input" and k == "value")]
@@ -215,9 +224,11 @@ class InterfaceParser(HTMLParser):
             self.depth -= 1
         if tag in ("script", "style"):
             self.skip -= 1
+        if self.foreign and self.foreign[-1] == tag:
+            self.foreign.pop()
 
     def handle_data(self, data):
-        if not self.depth and not self.skip and data.strip():
+        if not self.depth and not self.skip and not self.foreign and data.strip():
             self.strings.append(data.strip())
 
 

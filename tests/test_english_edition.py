@@ -237,8 +237,14 @@ def test_english_outputs_and_figures_carry_no_chinese(built_book):
                 text = json.dumps({k: v for k, v in output.items() if k != "metadata"}, ensure_ascii=False)
                 if tx.has_cjk(text):
                     bad.append(f"{nb.name}: {''.join(tx.CJK.findall(text))[:40]}")
-    for image in sorted((english_html(built_book) / "_images").glob("*.svg")):
-        if tx.has_cjk(image.read_text(encoding="utf-8", errors="replace")):
+    en = english_html(built_book)
+    images = set()
+    for page in en.rglob("*.html"):
+        for src in re.findall(r'<img[^>]*\ssrc="([^"]+\.svg)"', page.read_text(encoding="utf-8")):
+            images.add((page.parent / src).resolve())
+    assert len(images) >= 20
+    for image in sorted(images):
+        if tx.has_cjk(image.read_text(encoding="utf-8", errors="replace")):  # 图里的字（SVG 的文字与注释）
             bad.append(image.name)
     assert bad == [], bad[:20]
 
@@ -248,43 +254,62 @@ def test_english_outputs_and_figures_carry_no_chinese(built_book):
 NUMBER = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e[-+]?\d+)?|(?<![\w.])-?\d+e[-+]?\d+")
 
 
-def page_numbers(nb_path: Path) -> tuple[list[str], dict[str, str], int]:
-    """一页执行结果里的数：(打印与显示出来的小数，按出现的顺序；glue 的数值 {键: 值}；图的个数)。"""
-    printed, glued, figures = [], {}, 0
-    for cell in json.loads(nb_path.read_text(encoding="utf-8"))["cells"]:
+def page_numbers(build: Path, page: str) -> tuple[list[str], dict[str, str], int]:
+    """一页执行结果里的数：(打印与显示出来的小数，按出现的顺序；glue 的值 {键: 文字}；图的个数)。
+
+    myst-nb 写出的 notebook 不带输出：输出取自这次构建的执行缓存，glue 的值取自 <页面>.glue.json。"""
+    import nbformat
+    from jupyter_cache import get_cache
+
+    executed = build / "jupyter_execute" / "book"
+    notebook = nbformat.read(executed / f"{page}.ipynb", as_version=4)
+    _, notebook = get_cache(str(build / ".jupyter_cache")).merge_match_into_notebook(notebook)
+    printed, figures = [], 0
+    for cell in notebook.cells:
         for output in cell.get("outputs", []):
             data = output.get("data", {})
-            key = output.get("metadata", {}).get("scrapbook", {}).get("name")
             if any(m.startswith("image/") for m in data):
                 figures += 1
             text = output.get("text") or data.get("text/plain") or ""
-            text = "".join(text) if isinstance(text, list) else text
-            if key:
-                glued[key] = text
-            elif output.get("output_type") in ("stream", "execute_result"):
+            if output.get("output_type") in ("stream", "execute_result"):
                 printed += NUMBER.findall(text)
+    glue_file = executed / f"{page}.glue.json"
+    glued = {}
+    if glue_file.is_file():
+        for key, output in json.loads(glue_file.read_text(encoding="utf-8")).items():
+            data = output.get("data", {})
+            glued[key] = data.get("text/plain") or data.get("text/markdown") or \
+                ("<figure>" if any(m.startswith("image/") for m in data) else json.dumps(data)[:0])
     return printed, glued, figures
+
+
+def is_number(text: str) -> bool:
+    try:
+        float(text.strip("'\" "))
+    except ValueError:
+        return False
+    return True
 
 
 def test_both_editions_compute_the_same_numbers(built_book):
     """同一份代码、同样的种子：每页打印的每个小数、每个 glue 的数值与图的个数，两个版本一模一样。"""
-    zh_dir = REPO / "_build" / "jupyter_execute"
-    en_dir = REPO / "_build" / i18n.LANG / "_build" / "jupyter_execute"
+    zh_build = built_book.root / "_build"
+    en_build = zh_build / i18n.LANG / "_build"
     compared = 0
-    for zh in sorted(zh_dir.rglob("*.ipynb")):
-        en = en_dir / zh.relative_to(zh_dir)
-        assert en.is_file(), en
-        zp, zg, zf = page_numbers(zh)
-        ep, eg, ef = page_numbers(en)
-        assert zp == ep, zh.name
-        assert zf == ef, zh.name
-        assert zg.keys() == eg.keys(), zh.name
+    pages = sorted(p.stem for p in (zh_build / "jupyter_execute" / "book").glob("*.ipynb"))
+    assert len(pages) >= 9
+    for page in pages:
+        zp, zg, zf = page_numbers(zh_build, page)
+        ep, eg, ef = page_numbers(en_build, page)
+        assert zp == ep, page
+        assert zf == ef, page
+        assert zg.keys() == eg.keys(), page
         for key, value in zg.items():
-            if re.fullmatch(r"-?[\d.]+(e[-+]?\d+)?", value.strip("'\" ")):
-                assert eg[key] == value, (zh.name, key)
-                compared += 1
+            if is_number(value):
+                assert eg[key] == value, (page, key)   # 数值一个字符都不差
             else:
-                assert NUMBER.findall(eg[key]) == NUMBER.findall(value), (zh.name, key, value, eg[key])
+                assert NUMBER.findall(eg[key]) == NUMBER.findall(value), (page, key, value, eg[key])
+            compared += 1
         compared += len(zp)
     assert compared > 300
 
@@ -301,3 +326,51 @@ def test_an_f_string_translation_must_keep_its_code():
 def test_chinese_inside_f_string_code_is_found():
     assert tx.cjk_in_fstring_code("x = f\"{'、'.join(a)} 个\"\ny = f'{n} 个'\n") == [1]
     assert i18n.fstring_problems(REPO) == []
+
+
+# ---- 两个版本互相链接 ---------------------------------------------------------------------------
+
+def test_every_page_links_to_the_same_page_in_the_other_edition(built_book):
+    """每页页头的语言切换按钮指向另一种语言的同一页（那一页确实存在），<head> 里有两种语言与 x-default
+    的 hreflang，网址都在网站的发布地址下。"""
+    import yaml
+
+    base = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["html_baseurl"]
+    html = built_book.html
+    for doc in toc_docnames():
+        for edition, other in (("", "en/"), ("en/", "")):
+            page = html / f"{edition}{doc}.html"
+            text = page.read_text(encoding="utf-8")
+            links = dict(re.findall(r'<link rel="alternate" hreflang="([^"]+)" href="([^"]+)">', text))
+            assert links == {"zh-CN": f"{base}{doc}.html", "en": f"{base}en/{doc}.html",
+                             "x-default": f"{base}{doc}.html"}, (page, links)
+            hrefs = re.findall(r'<p class="book-edition-switch"><a href="([^"]+)" hreflang="([^"]+)" lang="\2">', text)
+            assert len(hrefs) == 1 and hrefs[0][1] == ("en" if not edition else "zh-CN"), (page, hrefs)
+            hrefs = [hrefs[0][0]]
+            target = (page.parent / hrefs[0]).resolve()
+            assert target == (html / f"{other}{doc}.html").resolve() and target.is_file(), (page, hrefs[0])
+
+
+# ---- 英文 PDF -------------------------------------------------------------------------------
+
+from test_pdf import built_pdf  # noqa: E402,F401  同一次测试运行里只构建一次（两种语言）
+
+
+def test_the_english_pdf_is_english_and_on_the_english_site(built_pdf):
+    import subprocess
+
+    import yaml
+
+    pdf_name = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["book_pdf_on_site"]
+    latex = built_pdf.root / "_build" / i18n.LANG / "_build" / "latex"
+    pdf = latex / "book.pdf"
+    assert (built_pdf.root / "_build" / "html" / i18n.LANG / pdf_name).read_bytes() == pdf.read_bytes()
+    text = subprocess.run(["pdftotext", "-enc", "UTF-8", str(pdf), "-"], capture_output=True, text=True,
+                          check=True).stdout
+    assert "The Attention Mechanism and the Transformer Block" in " ".join(text[:400].split())
+    assert "Contents" in text[:2000] and "Chapter" in text
+    # 汉字只能来自术语表刻意保留的中文名（pdftotext 把它们拆成一个个字，按字比较）
+    chars = set(re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]", text))
+    allowed = set("".join(kept_on_purpose()))
+    assert chars <= allowed, sorted(chars - allowed)[:20]
+    assert "Missing character" not in (latex / "book.log").read_text(encoding="utf-8", errors="replace")

@@ -41,10 +41,17 @@ def html(built_book) -> Path:
     return built_book.html
 
 
+def site_pages(html: Path, *, english: bool = False) -> list[Path]:
+    """网站上的 HTML 页面：中文版（默认），或 en/ 下的英文版（english=True）。"""
+    return sorted(p for p in html.rglob("*.html")
+                  if "_static" not in p.parts and "reports" not in p.parts
+                  and (p.relative_to(html).parts[0] == "en") is english)
+
+
 @pytest.fixture(scope="module")
 def pages(html) -> list[Path]:
-    found = sorted(p for p in html.rglob("*.html")
-                   if "_static" not in p.parts and "reports" not in p.parts)
+    """中文版的页面（本模块检查中文界面；英文版的界面在 tests/test_english_edition.py 里检查）。"""
+    found = site_pages(html)
     assert found, f"{html} 下没有 HTML 页面"
     return found
 
@@ -54,9 +61,14 @@ def test_every_toc_page_is_built(html):
     assert not missing, f"目录里的这些页面没有生成 HTML: {missing}"
 
 
-def test_html_lang_is_zh_cn(pages):
-    wrong = {p.name: parse(p).lang for p in pages if parse(p).lang != "zh-CN"}
-    assert not wrong, f'这些页面的 <html lang> 不是 "zh-CN": {wrong}'
+def test_html_lang_matches_the_edition(html, pages):
+    """中文版的页面 lang="zh-CN"，英文版（en/ 下）的页面 lang="en"。"""
+    english = site_pages(html, english=True)
+    assert len(english) >= len(pages) - 1   # 英文版没有根目录的跳转页以外的差别
+    pages = pages + english
+    expected = {p: "en" if p.relative_to(html).parts[0] == "en" else "zh-CN" for p in pages}
+    wrong = {str(p.relative_to(html)): parse(p).lang for p in pages if parse(p).lang != expected[p]}
+    assert not wrong, f'这些页面的 <html lang> 不对: {wrong}'
 
 
 def test_no_page_loads_anything_from_another_host(html, pages):

@@ -295,7 +295,7 @@ def leftover_messages(line: str) -> list[str]:
     return [line.strip()] if has_cjk(line) else []
 
 
-_BIB_FIELD = re.compile(r"=\s*\{([^{}\n]*)\}")
+_BIB_FIELD = re.compile(r"=\s*\{\{?([^{}\n]*)\}")
 
 
 def bib_pieces(source: str) -> list[Piece]:

@@ -2,7 +2,8 @@
 
 配置做不到的两件事：
 
-- 每页页头一个按钮，链到另一种语言的**同一页**（主题只有下载、全屏这类按钮，没有语言切换）；
+- 每页左侧栏书名下面一个链接，到另一种语言的**同一页**（主题没有语言切换；它的页头按钮总在新标签页里打开，
+  所以放在 templates/navbar-logo.html 里，模板读这里给的 ``book_edition_links``）；
 - 每页 ``<head>`` 里的 ``<link rel="alternate" hreflang=…>``：搜索引擎据此知道两页互为译本
   （sphinx-sitemap 的 hreflang 假定每种语言一个 ``<语言>/`` 前缀，中文在根目录时对不上）。
 
@@ -14,8 +15,13 @@
 from __future__ import annotations
 
 import html
+import re
 
+from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 
 
 def editions(app: Sphinx) -> tuple[dict, list[dict]]:
@@ -49,18 +55,36 @@ def add_edition_links(app: Sphinx, pagename: str, templatename: str, context: di
     tags.append(f'<link rel="alternate" hreflang="x-default" '
                 f'href="{html.escape(root + first.get("prefix", "") + pagename + ".html")}">')
     context["metatags"] = context.get("metatags", "") + "\n" + "\n".join(tags)
-    buttons = context.setdefault("header_buttons", [])
-    for edition in others:
-        buttons.append({
-            "type": "link",
-            "url": "../" * depth + edition.get("prefix", "") + pagename + ".html",
-            "tooltip": edition["label"],
-            "icon": "fas fa-language",
-            "label": f"edition-{edition['lang']}-button",
-        })
+    context["book_edition_links"] = [
+        {"url": "../" * depth + edition.get("prefix", "") + pagename + ".html",
+         "hreflang": edition["hreflang"], "label": edition["label"]}
+        for edition in others]
+
+
+class MarkChinese(SphinxPostTransform):
+    """非中文版的网页里，刻意保留的中文词（术语表的中文名……）包进 ``<span lang="zh-CN">``：屏幕阅读器按中文
+    读它，浏览器按中文挑字体（页面是 ``lang="en"``）。只在 HTML 构建、只在不是中文的版本里做。"""
+
+    default_priority = 900
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        if self.config.book_edition.lower().startswith("zh"):
+            return
+        for text in list(self.document.findall(nodes.Text)):
+            if not _CJK.search(text) or isinstance(text.parent, (nodes.literal_block, nodes.raw)):
+                continue
+            parts, last = [], 0
+            for m in _CJK.finditer(text):
+                parts.append(nodes.Text(text[last:m.start()]))
+                parts.append(nodes.raw("", f'<span lang="zh-CN">{html.escape(m.group())}</span>', format="html"))
+                last = m.end()
+            parts.append(nodes.Text(text[last:]))
+            text.parent.replace(text, [p for p in parts if not (isinstance(p, nodes.Text) and not str(p))])
 
 
 def setup(app: Sphinx) -> dict:
+    app.add_post_transform(MarkChinese)
     app.add_config_value("book_editions", [], "html")
     app.add_config_value("book_edition", "", "html")
     app.connect("html-page-context", add_edition_links, priority=510)
