@@ -374,3 +374,101 @@ def test_the_english_pdf_is_english_and_on_the_english_site(built_pdf):
     allowed = set("".join(kept_on_purpose()))
     assert chars <= allowed, sorted(chars - allowed)[:20]
     assert "Missing character" not in (latex / "book.log").read_text(encoding="utf-8", errors="replace")
+
+
+# ---- 英文的作业包、读者笔记本与批改程序 ------------------------------------------------------------
+
+def _load(path: Path, name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def english_bundle(built_book, tmp_path_factory) -> Path:
+    import zipfile
+
+    out = tmp_path_factory.mktemp("en-bundle")
+    with zipfile.ZipFile(built_book.html / i18n.LANG / "minigpt-homework.zip") as zf:
+        zf.extractall(out)
+    (folder,) = out.iterdir()
+    return folder
+
+
+def test_the_english_homework_bundle_is_english(english_bundle):
+    import minigpt
+
+    names = sorted(p.name for p in english_bundle.iterdir())
+    wheel = f"minigpt_book-{minigpt.__version__}+{i18n.LANG}-py3-none-any.whl"
+    assert names == sorted(["README.md", "homework_student.ipynb", wheel])
+    for name in ("README.md", "homework_student.ipynb"):
+        text = (english_bundle / name).read_text(encoding="utf-8")
+        assert not tx.has_cjk(text), (name, "".join(tx.CJK.findall(text))[:40])
+        assert f"pip install {wheel}" in text
+
+
+@pytest.mark.kernel
+def test_the_english_checkers_pass_the_reference_solutions_in_english(built_book, english_bundle, monkeypatch):
+    """英文的作业笔记本，初始代码换成英文版作业页上的参考答案，用作业包里英文的 minigpt（wheel 直接放上
+    PYTHONPATH）运行：每一题都是 ✔，输出里没有中文。"""
+    import nbformat
+    from nbclient import NotebookClient
+
+    wheel = next(english_bundle.glob("*.whl"))
+    tool = _load(built_book.root / "_build" / i18n.LANG / "tools" / "make_student_notebook.py", "en_student_tool")
+    answers = tool.solutions()
+    nb = nbformat.read(english_bundle / "homework_student.ipynb", as_version=4)
+    starters = {}
+    for cell in nb.cells:
+        tag = next((t for t in cell.metadata.get("tags", []) if t.startswith("hw-starter-")), None)
+        if tag:
+            starters[id(cell)] = tag[len("hw-starter-"):]
+            cell.source = answers[starters[id(cell)]]
+    nb.cells.append(nbformat.v4.new_code_cell("import minigpt; print(minigpt.__file__)"))
+    monkeypatch.setenv("PYTHONPATH", str(wheel))
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(english_bundle)}}).execute()
+    seen = {}
+    for cell in nb.cells:
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream")
+        assert all(o.output_type != "error" for o in cell.get("outputs", [])), cell.source[:200]
+        assert not tx.has_cjk(text), text[:300]
+        if id(cell) in starters:
+            seen[starters[id(cell)]] = text
+    assert len(seen) == 9
+    for key, text in seen.items():
+        assert f"✔ Assignment {key[0]} passed" in text, (key, text)
+    assert str(wheel) in "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+
+
+def test_the_english_grader_speaks_english(english_bundle):
+    """英文作业包里的批改程序：--help 与选项错误都是英文。"""
+    import subprocess
+
+    wheel = next(english_bundle.glob("*.whl"))
+    env = {**__import__("os").environ, "PYTHONPATH": str(wheel)}
+    for args, code in ((["--help"], 0), (["--timeout", "x", "a.ipynb"], 2)):
+        proc = subprocess.run([sys.executable, "-m", "minigpt.grade", *args], capture_output=True, text=True,
+                              env=env, cwd=english_bundle)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == code, out
+        assert out.strip() and not tx.has_cjk(out), out[:500]
+
+
+def test_the_english_reader_notebooks_are_english(built_book):
+    import zipfile
+
+    name = "attention-transformer-block-notebooks.zip"
+    with zipfile.ZipFile(built_book.html / name) as zf:
+        chinese = sorted(n for n in zf.namelist() if n.endswith(".ipynb"))
+    with zipfile.ZipFile(built_book.html / i18n.LANG / name) as zf:
+        notebooks = sorted(n for n in zf.namelist() if n.endswith(".ipynb"))
+        assert notebooks == chinese and len(notebooks) >= 9
+        for name in notebooks:
+            text = zf.read(name).decode("utf-8")
+            runs = set(re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]+", text))
+            assert runs <= kept_on_purpose(), (name, sorted(runs - kept_on_purpose())[:10])
+            assert not re.search(r"[\u3000-\u303f\uff00-\uffef]", text), name

@@ -483,11 +483,13 @@ def build_root(out: Path, root: Path = REPO) -> tuple[list[str], list[str]]:
         if path.is_file() and rel not in files:
             path.unlink()
     # 英文的学生笔记本：用（英文的）生成脚本从英文的作业页生成；内容没变就不写
+    # （笔记本里写着 wheel 的全名，版本取自英文的 minigpt：PYTHONPATH 指向英文的 src）
+    env = {**os.environ, "PYTHONPATH": str(out / "src")}
     check = subprocess.run([sys.executable, str(out / "tools" / "make_student_notebook.py"), "--check"],
-                           cwd=out, capture_output=True, text=True)
+                           cwd=out, capture_output=True, text=True, env=env)
     if check.returncode != 0:
         subprocess.check_call([sys.executable, str(out / "tools" / "make_student_notebook.py")], cwd=out,
-                              stdout=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, env=env)
         written.append("book/homework_student.ipynb")
     return written, tr.missing
 
