@@ -472,3 +472,21 @@ def test_the_english_reader_notebooks_are_english(built_book):
             runs = set(re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]+", text))
             assert runs <= kept_on_purpose(), (name, sorted(runs - kept_on_purpose())[:10])
             assert not re.search(r"[\u3000-\u303f\uff00-\uffef]", text), name
+
+
+def test_a_second_english_build_with_nothing_changed_writes_nothing(built_book):
+    """英文版的空操作：英文的书一个文件都不重写，英文网站（_build/html/en）也一个文件都不动。"""
+    import subprocess
+
+    roots = [built_book.root / "_build" / i18n.LANG, built_book.html / i18n.LANG]
+
+    def stamps():
+        return {p: p.stat().st_mtime_ns for root in roots for p in root.rglob("*")
+                if p.is_file() and "_build" not in p.relative_to(root).parts[:1]}
+
+    before = stamps()
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "build_book.py"), "--lang", "en"],
+                          cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "不需要重建" in proc.stdout
+    assert stamps() == before

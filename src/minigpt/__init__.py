@@ -14,4 +14,4 @@
 
 # 版本号唯一的出处（pyproject.toml 经 setuptools 读它）。
 # 主版本号就是书的第几版（3.x.y 是第 3 版），更新记录见 book/changelog.md。
-__version__ = "3.0.0"
+__version__ = "4.0.0"
