@@ -152,19 +152,23 @@ CHECK_DARK = r"""() => {
 }"""
 
 
-# 读者看得到的界面文字（脚本运行之后）：正文之外的文字，各处的提示属性；正文里只算按钮和标题锚点
+# 读者看得到的界面文字（脚本运行之后）：正文之外的文字，各处的提示属性；正文里只算按钮和标题锚点。
+# 标明了另一种语言的元素（lang 与页面不同：到另一种语言版本的链接）不算
 INTERFACE_STRINGS = r"""() => {
   const article = document.querySelector('article.bd-article');
   const attrs = ['title', 'aria-label', 'placeholder', 'alt', 'data-tooltip', 'data-bs-original-title', 'data-bs-title'];
+  const pageLang = document.documentElement.lang;
+  const foreign = el => { const l = el.closest('[lang]'); return l && l !== document.documentElement && l.lang !== pageLang; };
   const out = [];
   for (const el of document.body.querySelectorAll('*')) {
+    if (foreign(el)) continue;
     if (article && article.contains(el) && !el.closest('button, .headerlink')) continue;
     for (const a of attrs) { const v = el.getAttribute(a); if (v && v.trim()) out.push(v.trim()); }
   }
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let n; (n = walker.nextNode());) {
     const p = n.parentElement;
-    if (!p || p.closest('script, style, mjx-container')) continue;  // 目录里标题中的公式是内容，不是界面
+    if (!p || p.closest('script, style, mjx-container') || foreign(p)) continue;  // 目录里标题中的公式是内容，不是界面
     if (article && article.contains(p) && !p.closest('button')) continue;
     if (n.textContent.trim()) out.push(n.textContent.trim());
   }

@@ -411,7 +411,7 @@ class Translator:
 
 
 def english_version(init: str) -> str:
-    """英文版的包的版本号带本地标签 +en（如 4.0.0+en）：两种语言的 wheel 名字不同，装了中文版的环境里
+    """英文版的包的版本号带本地标签 +en（中文版的版本号后面加上 +en）：两种语言的 wheel 名字不同，装了中文版的环境里
     pip 也不会把英文版当成“已经装好”。"""
     new, count = re.subn(r'^(__version__ = ")([^"+]+)(")', rf"\g<1>\g<2>+{LANG}\g<3>", init, flags=re.M)
     if count != 1:
