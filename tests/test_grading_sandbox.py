@@ -75,6 +75,9 @@ def _venv_below_tmp(base_python: Path) -> tuple[Path, Path]:
                    capture_output=True)
     shutil.copytree(Path(minigpt.__file__).parent, root / "src" / "minigpt",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    # 先编译好：批改程序在沙箱外 import 包时就不会往包里写 .pyc（设不设 PYTHONDONTWRITEBYTECODE 都一样），
+    # 测试比较包的指纹时，变化只可能来自沙箱里的提交
+    subprocess.run([str(base_python), "-m", "compileall", "-q", str(root / "src")], check=True, capture_output=True)
     site = next((root / "venv" / "lib").glob("python*/site-packages"))
     (site / "project.pth").write_text(f"{root / 'src'}\n{sysconfig.get_paths()['purelib']}\n")
     for p in [root, *root.rglob("*")]:
