@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
 import sys
 import tokenize
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -182,7 +184,7 @@ def test_every_page_of_the_toc_exists_in_english(built_book):
     assert '<html lang="en"' in index
 
 
-class _Text(__import__("html.parser").parser.HTMLParser):
+class _Text(HTMLParser):
     def __init__(self):
         super().__init__()
         self.parts: list[str] = []
@@ -449,7 +451,7 @@ def test_the_english_grader_speaks_english(english_bundle):
     import subprocess
 
     wheel = next(english_bundle.glob("*.whl"))
-    env = {**__import__("os").environ, "PYTHONPATH": str(wheel)}
+    env = {**os.environ, "PYTHONPATH": str(wheel)}
     for args, code in ((["--help"], 0), (["--timeout", "x", "a.ipynb"], 2)):
         proc = subprocess.run([sys.executable, "-m", "minigpt.grade", *args], capture_output=True, text=True,
                               env=env, cwd=english_bundle)

@@ -308,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[build_book] {exc}", file=sys.stderr)
         return 2
     if args.lang == "en":
-        return build_english(args, sys.argv[1:] if argv is None else list(argv))
+        return build_english(args)
     root = args.root.resolve()
     out = (args.out or (root / "_build" / "student" if args.student else root)).resolve()
     build_dir = out / "_build"
@@ -395,10 +395,14 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def build_english(args, argv: list[str]) -> int:
+def build_english(args) -> int:
     """英文版：生成英文的书（只写变了的文件），用同样的步骤构建它，再把网站同步到中文网站的 en/ 下。"""
     import i18n
 
+    if args.student or args.toc or args.cache_from:
+        print("[build_book] --lang en 不支持 --student、--toc 与 --cache-from（英文版的目录与执行缓存是它自己的）",
+              file=sys.stderr)
+        return 2
     root = args.root.resolve()
     out = (args.out or root).resolve()
     en_root = out / "_build" / i18n.LANG
@@ -408,12 +412,9 @@ def build_english(args, argv: list[str]) -> int:
               flush=True)
         for line in missing[:10]:
             print("   ", line, flush=True)
-    rest = [a for a in argv if not a.startswith("--lang")]
-    rest = [a for a in rest if a not in ("en", "zh")]
-    for option in ("--root", "--out"):  # 书的根目录换成英文的，输出就在它下面
-        if option in rest:
-            i = rest.index(option)
-            del rest[i:i + 2]
+    rest = ["--builder", args.builder] + (["--fresh"] if args.fresh else [])
+    rest += (["--workers", str(args.workers)] if args.workers else [])
+    rest += (["--timings", str(args.timings)] if args.timings else [])
     code = main(["--root", str(en_root), *rest])
     if code == 0 and args.builder in ("html", "pdflatex"):
         sync_tree(en_root / "_build" / "html", out / "_build" / "html" / i18n.LANG)

@@ -118,11 +118,14 @@ def html_pieces(source: str) -> list[Piece]:
     return out
 
 
-def line_pieces(source: str) -> list[Piece]:
-    """纯文本（页面里的 ``text``、``bash`` 代码块）：每一行含中文的部分（去掉首尾空白）是一条消息。"""
+def line_pieces(source: str, comment: str | None = None) -> list[Piece]:
+    """纯文本（页面里的 ``text``、``bash`` 代码块）：每一行含中文的部分（去掉首尾空白）是一条消息。
+    comment 是注释开头的正则（如 LaTeX 的 ``%``）：注释不算。"""
     out, pos = [], 0
     for number, line in enumerate(source.splitlines(keepends=True), 1):
         body = line.rstrip("\n")
+        if comment:
+            body = re.split(comment, body, maxsplit=1)[0]
         if has_cjk(body):
             lead = len(body) - len(body.lstrip())
             core = body.strip()
@@ -305,16 +308,8 @@ def bib_pieces(source: str) -> list[Piece]:
 
 
 def tex_pieces(source: str) -> list[Piece]:
-    """LaTeX（book_pdf.sty）：每一行注释（``%`` 之后）以外含中文的部分（去掉首尾空白）是一条消息。"""
-    out, pos = [], 0
-    for number, line in enumerate(source.splitlines(keepends=True), 1):
-        code = re.split(r"(?<!\\)%", line.rstrip("\n"), maxsplit=1)[0]
-        if has_cjk(code):
-            lead = len(code) - len(code.lstrip())
-            core = code.strip()
-            out.append(Piece(pos + lead, pos + lead + len(core), core, number))
-        pos += len(line)
-    return out
+    """LaTeX（book_pdf.sty）：每一行注释（``%`` 之后）以外含中文的部分是一条消息。"""
+    return line_pieces(source, comment=r"(?<!\\)%")
 
 
 def fstring_expressions(literal: str) -> list[str]:
