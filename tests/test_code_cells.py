@@ -131,6 +131,29 @@ def test_visible_code_lines_fit_the_code_column(doc):
     assert not wide, f"{doc} 有看得见的代码行超过 {VISIBLE_CODE_COLUMNS} 列，网页上要横向滚动：\n" + "\n".join(wide)
 
 
+@pytest.fixture(scope="module")
+def english_translator():
+    import sys
+
+    sys.path.insert(0, str(REPO / "tools"))
+    import i18n
+
+    return i18n.Translator(REPO)
+
+
+@pytest.mark.parametrize("doc", toc_docnames())
+def test_english_visible_code_lines_fit_the_code_column(doc, english_translator):
+    """英文版的页面由 tools/i18n.py 生成（注释与字符串换成英文）：看得见的代码行同样不超过 VISIBLE_CODE_COLUMNS 列。"""
+    text = english_translator.page(page_path(doc))
+    sources = visible_code_cells(text, ".md")
+    for indent, body in re.findall(r"^( *)`{3,}python[ \t]*\n(.*?)^ *`{3,}", text, re.S | re.M):
+        sources.append("\n".join(line[len(indent):] for line in body.splitlines()))
+    wide = [f"{_columns(line)} 列：{line.strip()[:70]}" for s in sources for line in s.splitlines()
+            if _columns(line) > VISIBLE_CODE_COLUMNS]
+    assert not wide, (f"英文版的 {doc} 有看得见的代码行超过 {VISIBLE_CODE_COLUMNS} 列"
+                      "（缩短 locale/en/LC_MESSAGES/code.po 里的译文）：\n" + "\n".join(wide))
+
+
 # ---------------------------------------------------------------- 抄下来能运行
 
 
