@@ -155,6 +155,39 @@ def test_the_english_sources_hold_no_chinese_where_readers_look(english_root):
     assert leftovers == [], "\n".join(leftovers[:30])
 
 
+SOURCE_TITLE = "《Attention 机制与 Transformer Block》"  # 本书所依据的中文教程的原名（可以检索的名字，照原样引用）
+
+
+def test_the_english_edition_ships_english_licence_citation_readme_and_package_summary(english_root):
+    """英文版的书（及它打出的 sdist、wheel、网站下载）带的是英文的 LICENSE、CITATION.cff、README 与包简介：
+    中文只剩所依据的中文教程的原名。许可证全文与中文版的一字不差（只去掉中英对照标题里的中文）。"""
+    import tomllib
+
+    import yaml
+
+    def chinese(text: str) -> list[str]:
+        return re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]+", text.replace(SOURCE_TITLE, ""))
+
+    licence = (english_root / "LICENSE").read_text(encoding="utf-8")
+    assert chinese(licence) == [] and "two licenses" in licence
+    chinese_licence = (REPO / "LICENSE").read_text(encoding="utf-8")
+    for part in ("Permission is hereby granted, free of charge", "Attribution-ShareAlike 4.0 International Public License"):
+        assert part in licence and part in chinese_licence
+    tail = chinese_licence[chinese_licence.index("Part 1:"):].replace("minigpt 开源教材作者组 (", "")
+    assert licence.endswith(tail.replace("the minigpt open textbook authors)", "the minigpt open textbook authors")[-2000:])
+
+    cff = yaml.safe_load((english_root / "CITATION.cff").read_text(encoding="utf-8"))
+    chinese_cff = yaml.safe_load((REPO / "CITATION.cff").read_text(encoding="utf-8"))
+    assert cff["cff-version"] == chinese_cff["cff-version"] and set(cff["license"]) == set(chinese_cff["license"])
+    assert chinese(cff["title"] + cff["message"] + cff["abstract"] + str(cff["authors"])) == []
+    assert [r["title"] for r in cff["references"]] == [r["title"] for r in chinese_cff["references"]]
+
+    readme = (english_root / "README.md").read_text(encoding="utf-8")
+    assert chinese(readme) == [] and "make html" in readme and "minigpt-book" in readme
+    summary = tomllib.loads((english_root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["description"]
+    assert chinese(summary) == [] and "Transformer Block" in summary
+
+
 def kept_on_purpose() -> set[str]:
     """译文刻意保留的中文（术语表里的中文名、讲到某个中文词的地方）：每条都出现在它的原文里。"""
     runs = set()

@@ -62,6 +62,8 @@ def code_sources(root: Path = REPO) -> list[tuple[Path, str, dict]]:
         out.append((path, "bib", {}))
     for path in sorted((root / "book" / "_ext").glob("*.sty")):
         out.append((path, "tex", {}))
+    # 包的简介（wheel 的 Summary）：英文版的 wheel 由英文的 pyproject.toml 打出（注释是维护者的，不译）
+    out.append((root / "pyproject.toml", "py", {"comments": False}))
     return out
 
 
@@ -393,6 +395,21 @@ class Translator:
         return data
 
 
+def english_licence(licence: str, preamble: str) -> bytes:
+    """英文版的 LICENSE：英文的导言（locale/en/LICENSE.preamble）加上中文 LICENSE 从“Part 1:”那一行起的
+    许可证全文。全文本来就是英文，只有中英对照的标题（“第一部分 / Part 1: …”）和作者组的名字
+    （“minigpt 开源教材作者组 (the minigpt open textbook authors)”）带中文：取其中的英文。"""
+    lines = licence.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if "Part 1:" in line), None)
+    if start is None:
+        raise ValueError("LICENSE 里找不到 “Part 1:” 那一行（许可证全文从那里开始）")
+    body = "".join(re.sub(r"(\S+ )?[\u3400-\u9fff]+ \(([^()]*)\)", r"\2", re.sub(r"^[^\x00-\x7f]+ / ", "", line))
+                   for line in lines[start:])
+    if CJK_RUN.search(body):
+        raise ValueError("英文版的 LICENSE 里还有中文：" + CJK_RUN.search(body).group())
+    return (preamble.rstrip("\n") + "\n\n\n" + body).encode()
+
+
 def english_version(init: str) -> str:
     """英文版的包的版本号带本地标签 +en（中文版的版本号后面加上 +en）：两种语言的 wheel 名字不同，装了中文版的环境里
     pip 也不会把英文版当成“已经装好”。"""
@@ -448,8 +465,16 @@ def build_root(out: Path, root: Path = REPO) -> tuple[list[str], list[str]]:
     tool = root / "tools" / "make_student_notebook.py"
     files["tools/make_student_notebook.py"] = tr.file(tool, "py", {"comments": False, "docstrings": False}).encode()
     for name in ROOT_FILES:
-        if (root / name).is_file():
-            files[name] = (root / name).read_bytes()
+        path, counterpart = root / name, locale_dir(root).parent / name
+        if path in kinds:  # pyproject.toml：包的简介换成英文
+            files[name] = tr.file(path, *kinds[path]).encode()
+        elif name == "LICENSE" and path.is_file():
+            files[name] = english_licence(path.read_text(encoding="utf-8"),
+                                          (locale_dir(root).parent / "LICENSE.preamble").read_text(encoding="utf-8"))
+        elif counterpart.is_file():  # README.md、CITATION.cff：locale/en/ 里写好的英文对应文件
+            files[name] = counterpart.read_bytes()
+        elif path.is_file():
+            files[name] = path.read_bytes()
     config = english_config(yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8")), tr)
     files["_config.yml"] = ("# generated from the Chinese _config.yml by tools/i18n.py root (do not edit)\n"
                             + yaml.safe_dump(config, allow_unicode=True, sort_keys=False)).encode()
