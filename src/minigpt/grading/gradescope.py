@@ -279,8 +279,8 @@ def run(root: Path, mode: str, limits: sandbox.Limits) -> int:
         if setup.problem is not None:
             print(setup.problem, flush=True)
             return 1
-        print(f"{notebook.name}：{result.points} 分，"
-              f"{'在沙箱里运行' if sandboxed else f'以用户号 {uid} 运行'}", flush=True)
+        where = "在沙箱里运行" if sandboxed else f"以用户号 {uid} 运行"
+        print(f"{notebook.name}：{result.points} 分，{where}", flush=True)
     write_results(results_dir, results_json(result, time.monotonic() - started))
     return 0
 
@@ -297,9 +297,8 @@ def check() -> int:
         print(f"装上的是 CUDA 版的 PyTorch（torch {version}）：{cpu_torch_advice()}", file=sys.stderr)
         return 1
     reason = sandbox.unavailable()
-    print(f"torch {version}（只用 CPU）；"
-          + ("沙箱 bubblewrap 可用" if reason is None else "沙箱 bubblewrap 在构建时不可用，批改时再看一次"),
-          flush=True)
+    sandbox_text = "沙箱 bubblewrap 可用" if reason is None else "沙箱 bubblewrap 在构建时不可用，批改时再看一次"
+    print(f"torch {version}（只用 CPU）；{sandbox_text}", flush=True)
     return 0
 
 
