@@ -273,6 +273,9 @@ def run(root: Path, mode: str, limits: sandbox.Limits) -> int:
         setup = SetupCheck(limits, sandboxed)
         try:
             result = setup.blame(grade_submission(notebook, limits, sandboxed=sandboxed))
+        except Exception as err:   # 批改程序自己的错，不是学生的：不给分，写给老师看
+            print(f"批改程序出错：{type(err).__name__}: {err}。这份提交没有批改。", flush=True)
+            return 1
         finally:
             if uid is not None:
                 end_account(uid)
