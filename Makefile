@@ -73,7 +73,8 @@ screenshots: html
 	@echo "截图: _build/screenshots/"
 
 # 发布一版：从一次干净的构建（_build/dist-build/，不复用执行缓存）做出 dist/ 里的全部文件——离线网站 zip、PDF、
-# 全书笔记本 zip、作业包、wheel、sdist 和 SHA256SUMS，另有不带参考答案的学生版网站 zip（见 tools/dist.py）。需要 TeX（同 make pdf）
+# 全书笔记本 zip、作业包、Gradescope 自动批改程序 zip（两种语言各一个）、wheel、sdist 和 SHA256SUMS，另有
+# 不带参考答案的学生版网站 zip（两种语言，见 tools/dist.py）。需要 TeX（同 make pdf）
 dist: setup
 	@tools/system_deps.sh check pdf
 	$(PY) tools/dist.py

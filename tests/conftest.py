@@ -212,13 +212,18 @@ def built_book(tmp_path_factory) -> BuildResult:
 @pytest.fixture(scope="session")
 def student_site(built_book, tmp_path_factory) -> BuildResult:
     """学生版网站（tools/build_book.py --student：不带参考答案），构建在整本书的 _build/student/ 下，
-    执行缓存取自 built_book（页面不再执行）。整个测试运行只构建一次。"""
+    执行缓存取自 built_book（页面不再执行）；英文的学生版网站（--lang en --student）在它的 en/ 下，
+    执行缓存取自英文版的构建。整个测试运行只构建一次。"""
     out = built_book.root / "_build" / "student"
 
     def build():
         result = run_build(REPO, "--builder", "html", "--student", "--fresh", "--out", str(out),
                            "--cache-from", str(built_book.root / "_build"))
-        return {"returncode": result.returncode, "output": result.output}
+        if result.returncode != 0:
+            return {"returncode": result.returncode, "output": result.output}
+        english = run_build(REPO, "--builder", "html", "--lang", "en", "--student", "--fresh", "--out", str(out),
+                            "--cache-from", str(built_book.root / "_build" / "en" / "_build"))
+        return {"returncode": english.returncode, "output": result.output + english.output}
 
     done = once_per_run(tmp_path_factory, "student_site", build)
     if done["returncode"] != 0:

@@ -8,6 +8,7 @@ dist/ 的测试不再构建一遍书：tools/dist.py 的 collect 从测试共用
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 import subprocess
 import sys
@@ -172,6 +173,21 @@ def test_dist_holds_a_student_site_without_solutions_beside_the_full_one(dist_di
         (root,) = (tmp_path / kind).iterdir()
         assert (root / "book" / "homework.html").is_file() and (root / "book" / "teacher_guide.html").is_file()
         assert bool(found(root, lines)) is expect_solutions, kind
+
+
+def test_dist_holds_a_gradescope_autograder_per_edition_with_that_editions_wheel(dist_dir):
+    names = dist.artifact_names(VERSION)
+    wheels = {"autograder": names["wheel"], "autograder_en": names["wheel"].replace(VERSION, f"{VERSION}+en")}
+    for kind, wheel in wheels.items():
+        with zipfile.ZipFile(dist_dir / names[kind]) as zf:
+            assert sorted(zf.namelist()) == sorted(["setup.sh", "run_autograder", "README.md", wheel]), kind
+            setup, readme = zf.read("setup.sh").decode(), zf.read("README.md").decode()
+            assert f'"./{wheel}[grade]"' in setup and "--index-url https://download.pytorch.org/whl/cpu" in setup
+            with zipfile.ZipFile(io.BytesIO(zf.read(wheel))) as inner:   # wheel 里的 minigpt 是哪种语言的
+                version = inner.read("minigpt/__init__.py").decode()
+            assert (f'"{VERSION}+en"' in version) is (kind == "autograder_en"), kind
+        english = kind == "autograder_en"
+        assert bool(re.search(r"[\u4e00-\u9fff]", setup + readme)) is not english, kind
 
 
 @pytest.mark.slow  # 全新环境里从 sdist 安装

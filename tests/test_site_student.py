@@ -23,14 +23,14 @@ import book_solutions  # noqa: E402
 TEXT_SUFFIXES = (".html", ".js", ".md", ".txt", ".ipynb", ".json")
 
 
-def solution_lines() -> set[str]:
-    """只在作业页的参考答案里出现的行（代码与文字）。"""
-    page = (REPO / "book" / "homework.md").read_text(encoding="utf-8")
+def solution_lines(root: Path = REPO) -> set[str]:
+    """只在作业页的参考答案里出现的行（代码与文字）。root 是书的根目录（英文版：生成的 _build/en/）。"""
+    page = (root / "book" / "homework.md").read_text(encoding="utf-8")
     kept = book_solutions.strip_solutions(page)
     removed = [m.group(0) for m in book_solutions.SOLUTION_SOURCE.finditer(page)]
     assert removed and len(kept) < len(page), "作业页上找不到解答指令"
-    elsewhere = [kept, (REPO / "book" / "homework_student.ipynb").read_text(encoding="utf-8")]
-    elsewhere += [p.read_text(encoding="utf-8") for p in (REPO / "book").glob("*.md") if p.name != "homework.md"]
+    elsewhere = [kept, (root / "book" / "homework_student.ipynb").read_text(encoding="utf-8")]
+    elsewhere += [p.read_text(encoding="utf-8") for p in (root / "book").glob("*.md") if p.name != "homework.md"]
     lines = {line.strip() for block in removed for line in block.splitlines()}
     return {line for line in lines
             if len(line) >= 12 and not line.startswith(("```", ":::", ":class:", "#"))
@@ -73,6 +73,19 @@ def test_the_student_site_has_no_solution_text_anywhere_and_the_full_site_has_it
     full = found(built_book.html, lines)
     assert "book/homework.html" in full and set().union(*full.values()) == lines, "整本书的网站里应当有每一行参考答案"
     assert found(student_site.html, lines) == {}
+
+
+@pytest.mark.book
+def test_the_english_student_site_has_no_solution_text_anywhere_and_the_english_site_has_it(built_book,
+                                                                                           student_site):
+    lines = solution_lines(built_book.root / "_build" / "en")
+    assert len(lines) >= 5, lines
+    full = found(built_book.html / "en", lines)
+    assert "book/homework.html" in full and set().union(*full.values()) == lines, "英文网站里应当有每一行参考答案"
+    english = student_site.html / "en"
+    assert (english / "book" / "homework.html").is_file() and (english / "minigpt-homework.zip").is_file()
+    assert 'lang="en"' in (english / "book" / "homework.html").read_text(encoding="utf-8")
+    assert found(english, lines) == {}
 
 
 @pytest.mark.book

@@ -31,7 +31,8 @@
    只多一项 sphinx-exercise 的 `hide_solutions: true`（写成 `<输出>/_build/student-config.yml` 交给
    `jupyter-book build --config`；去掉解答的是本地扩展 book/_ext/book_solutions.py）。默认输出到
    `_build/student/_build/html`；执行缓存先从本书的 `_build/`（或 `--cache-from` 给的目录）复制（执行键相同时），
-   页面不必再执行一遍。
+   页面不必再执行一遍。英文的学生版（``--lang en --student``）同样生成英文的书，以 ``hide_solutions`` 构建它
+   （执行缓存默认取自英文版的 ``_build/en/_build/``），网站同步到学生版网站的 ``en/`` 下，和整本书一样。
 """
 
 from __future__ import annotations
@@ -294,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--student", action="store_true",
                         help="学生版网站：不带参考答案（sphinx-exercise 的 hide_solutions），默认输出到 _build/student/")
     parser.add_argument("--cache-from", type=Path, default=None, metavar="BUILD_DIR",
-                        help="学生版的执行缓存从这个 _build 目录复制（默认是书的 _build/；执行键不同时不复制）")
+                        help="学生版的执行缓存从这个 _build 目录复制（默认是书的 _build/，英文版是 _build/en/_build/；"
+                             "执行键不同时不复制）")
     parser.add_argument("--lang", default="zh", choices=["zh", "en"],
                         help="en：英文版（tools/i18n.py 从中文源文件和 locale/en 的译文生成到 _build/en/，在那里构建，"
                              "网站复制到 _build/html/en/）")
@@ -399,12 +401,12 @@ def build_english(args) -> int:
     """英文版：生成英文的书（只写变了的文件），用同样的步骤构建它，再把网站同步到中文网站的 en/ 下。"""
     import i18n
 
-    if args.student or args.toc or args.cache_from:
-        print("[build_book] --lang en 不支持 --student、--toc 与 --cache-from（英文版的目录与执行缓存是它自己的）",
+    if args.toc or (args.cache_from and not args.student):
+        print("[build_book] --lang en 不支持 --toc；--cache-from 只和 --student 一起用（英文版的目录与执行缓存是它自己的）",
               file=sys.stderr)
         return 2
     root = args.root.resolve()
-    out = (args.out or root).resolve()
+    out = (args.out or (root / "_build" / "student" if args.student else root)).resolve()
     en_root = out / "_build" / i18n.LANG
     _written, missing = i18n.build_root(en_root, root)
     if missing:
@@ -415,6 +417,10 @@ def build_english(args) -> int:
     rest = ["--builder", args.builder] + (["--fresh"] if args.fresh else [])
     rest += (["--workers", str(args.workers)] if args.workers else [])
     rest += (["--timings", str(args.timings)] if args.timings else [])
+    if args.student:
+        # 学生版的英文网站：同样的英文书加上 hide_solutions；执行缓存取自英文版的构建（执行键相同时）
+        cache = (args.cache_from or root / "_build" / i18n.LANG / "_build").resolve()
+        rest += ["--student", "--out", str(en_root), "--cache-from", str(cache)]
     code = main(["--root", str(en_root), *rest])
     if code == 0 and args.builder in ("html", "pdflatex"):
         sync_tree(en_root / "_build" / "html", out / "_build" / "html" / i18n.LANG)

@@ -8,7 +8,8 @@
 dist/ 里（<v> 是 minigpt.__version__，唯一的版本号出处）：
 - attention-transformer-block-site-<v>.zip   网站，离线阅读：解压后打开 index.html；
 - attention-transformer-block-student-site-<v>.zip  学生版网站：同一本书，作业页不带参考答案
-  （build_book.py --student，见「教师指南」；它的 PDF 也不带参考答案）；
+  （build_book.py --student 与 --lang en --student，见「教师指南」；两种语言都在里面，英文在 en/，
+  和整本书的网站一样；它的 PDF 也不带参考答案）；
 - attention-transformer-block-<v>.pdf        整本书的 PDF；
 - attention-transformer-block-notebooks-<v>.zip  全书读者笔记本 + wheel + requirements.txt + README；
 - minigpt-homework-<v>.zip                   作业包；
@@ -16,6 +17,8 @@ dist/ 里（<v> 是 minigpt.__version__，唯一的版本号出处）：
 - 英文版（网站 zip 里的 en/ 就是英文网站）：attention-transformer-block-en-<v>.pdf、
   attention-transformer-block-notebooks-en-<v>.zip、minigpt-homework-en-<v>.zip（英文的作业笔记本与
   英文的 minigpt，版本号 <v>+en：检查器与批改程序的话都是英文）；
+- minigpt-autograder-<v>.zip 与 minigpt-autograder-en-<v>.zip  Gradescope 的自动批改程序（setup.sh、
+  run_autograder 与这种语言的 wheel，见 minigpt/grading/gradescope.py；网站上的是同一个文件）；
 - SHA256SUMS                                 以上每个文件的 SHA-256（`sha256sum -c SHA256SUMS` 可核对）。
 所有 zip 里的时间戳固定（SOURCE_DATE_EPOCH），同样的构建得到逐字节相同的 zip。
 """
@@ -37,6 +40,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 import book_notebooks  # noqa: E402  文件名与网站上的一致
 import book_release  # noqa: E402
+import autograder_bundle  # noqa: E402
 import homework_bundle  # noqa: E402
 
 BOOK = "attention-transformer-block"
@@ -54,7 +58,8 @@ def artifact_names(v: str) -> dict[str, str]:
             "notebooks": f"{BOOK}-notebooks-{v}.zip", "homework": f"minigpt-homework-{v}.zip",
             "wheel": f"{dist}-{v}-py3-none-any.whl", "sdist": f"{dist}-{v}.tar.gz",
             "pdf_en": f"{BOOK}-en-{v}.pdf", "notebooks_en": f"{BOOK}-notebooks-en-{v}.zip",
-            "homework_en": f"minigpt-homework-en-{v}.zip"}
+            "homework_en": f"minigpt-homework-en-{v}.zip",
+            "autograder": f"minigpt-autograder-{v}.zip", "autograder_en": f"minigpt-autograder-en-{v}.zip"}
 
 
 def _stamp() -> tuple:
@@ -112,6 +117,8 @@ def collect(build_root: Path, out: Path, student_root: Path | None = None) -> di
                 raise SystemExit(f"[dist] {folder} 里没有一次成功的{'网站' if 'html' in marker else ' PDF '}构建（{marker}）")
     if not (student / ".last-html-ok").exists():
         raise SystemExit(f"[dist] {student} 里没有一次成功的学生版网站构建（.last-html-ok）")
+    if not (student / "html" / "en" / "index.html").exists():
+        raise SystemExit(f"[dist] {student / 'html'} 里没有英文的学生版网站（en/，build_book.py --lang en --student）")
     v = version()
     names = artifact_names(v)
     if out.exists():
@@ -124,7 +131,9 @@ def collect(build_root: Path, out: Path, student_root: Path | None = None) -> di
                "wheel": html / names["wheel"],
                "pdf_en": english / "latex" / "book.pdf",
                "notebooks_en": html / "en" / book_notebooks.NOTEBOOKS_ZIP,
-               "homework_en": html / "en" / homework_bundle.BUNDLE}
+               "homework_en": html / "en" / homework_bundle.BUNDLE,
+               "autograder": html / autograder_bundle.AUTOGRADER,
+               "autograder_en": html / "en" / autograder_bundle.AUTOGRADER}
     for kind, source in sources.items():
         if not source.is_file():
             raise SystemExit(f"[dist] 构建里没有 {source}")
@@ -145,7 +154,8 @@ def collect(build_root: Path, out: Path, student_root: Path | None = None) -> di
 
 def clean_build(build_root: Path) -> None:
     """在 build_root 下从零构建网站与 PDF（先删掉整个 build_root：不复用执行缓存，也不复用 Sphinx 环境），
-    再在 build_root/student 下构建学生版的网站与 PDF（执行缓存取自刚才那次构建：同一次发布，页面不再执行一遍）。"""
+    再在 build_root/student 下构建两种语言的学生版网站与 PDF（执行缓存取自刚才那次构建：同一次发布，
+    页面不再执行一遍；英文的学生版网站在学生版网站的 en/ 下）。"""
     if build_root.exists():
         shutil.rmtree(build_root)
     build_root.mkdir(parents=True)
@@ -156,12 +166,14 @@ def clean_build(build_root: Path) -> None:
                                    "--out", str(build_root)], cwd=REPO).returncode
             if code != 0:
                 raise SystemExit(f"[dist] {lang} 的 {builder} 构建失败（退出码 {code}），dist/ 没有更新")
-    for builder in ("html", "pdflatex"):
-        code = subprocess.run([sys.executable, str(script), "--builder", builder, "--student", "--fresh",
-                               "--out", str(build_root / "student"), "--cache-from", str(build_root / "_build")],
-                              cwd=REPO).returncode
-        if code != 0:
-            raise SystemExit(f"[dist] 学生版的 {builder} 构建失败（退出码 {code}），dist/ 没有更新")
+    caches = {"zh": build_root / "_build", "en": build_root / "_build" / "en" / "_build"}
+    for lang in ("zh", "en"):
+        for builder in ("html", "pdflatex"):
+            code = subprocess.run([sys.executable, str(script), "--builder", builder, "--student", "--fresh",
+                                   "--lang", lang, "--out", str(build_root / "student"),
+                                   "--cache-from", str(caches[lang])], cwd=REPO).returncode
+            if code != 0:
+                raise SystemExit(f"[dist] {lang} 学生版的 {builder} 构建失败（退出码 {code}），dist/ 没有更新")
     # PDF 构建成功后 build_book.py 把它复制进网站（首页的“下载 PDF”），网站压缩包里因而也有它
 
 

@@ -243,10 +243,13 @@ def main(argv: list[str] | None = None) -> int:
         return True
 
     # 到这里才导入判分（连带 torch 和检查器）：--help、选项写错、拒绝运行都用不到它，不必先花一两秒
+    from .environment import SetupCheck
     from .judge import grade_submission
 
+    setup = SetupCheck(limits, sandboxed)   # 批改环境的问题（CUDA 版的 PyTorch、内存上限太小）不算在学生头上
+
     def one(i: int):
-        return grade_submission(args.submissions[i], limits, sandboxed=sandboxed)
+        return setup.blame(grade_submission(args.submissions[i], limits, sandboxed=sandboxed))
 
     progress = Progress(len(todo))
     if skipped and not save():
@@ -282,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as err:
             print(f"无法写入 {args.csv}：{err.strerror or err}", file=sys.stderr)
             return 2
+    if setup.problem is not None:
+        print(setup.problem, file=sys.stderr)
+        return 2
     failed = [r for r in results if "kernel_failed" in r.notes]
     if failed:
         print(f"批改程序的问题：{len(failed)} 份提交的内核在学生代码运行之前就启动失败"

@@ -214,6 +214,17 @@ _LOCK = threading.Lock()
 
 _STOPPING = threading.Event()  # 批改被中断：不再启动新的沙箱
 
+# 沙箱外（sandboxed=False）运行 runner 的账号：(用户号, 组号)；None 是批改程序自己的账号（--no-sandbox）。
+# 容器里没有 bubblewrap 时（Gradescope，见 gradescope.py），以 root 运行的批改程序把学生的代码交给一个
+# 普通用户号：它写不了批改程序的文件和结果，也 ptrace 不了批改程序
+_ACCOUNT: tuple[int, int] | None = None
+
+
+def use_account(uid: int | None, gid: int | None = None) -> None:
+    """此后在沙箱外运行的 runner 都以这个用户号（组号默认与它相同）运行；None 恢复为批改程序自己的账号。"""
+    global _ACCOUNT
+    _ACCOUNT = None if uid is None else (uid, uid if gid is None else gid)
+
 
 def stop_all() -> None:
     """结束所有正在运行的沙箱，此后也不再启动新的（批改被中断时）。"""
@@ -269,6 +280,7 @@ def run(request: bytes, limits: Limits, sandboxed: bool, base: Path) -> RunOutco
     base 只在 --no-sandbox 时用作工作目录。
     """
     as_root = os.getuid() == 0
+    account = None if sandboxed else _ACCOUNT
     if sandboxed:
         uid = fresh_uid() if as_root else None
         cmd = bwrap_command(limits, as_root) + runner_command(WORKDIR, limits, uid, True)
@@ -281,12 +293,16 @@ def run(request: bytes, limits: Limits, sandboxed: bool, base: Path) -> RunOutco
         env["HOME"] = env["TMPDIR"] = str(base)
         for k in ("JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
             env[k] = str(base / k.lower())
+        if account is not None:   # base 是批改程序建的（0700）：交给那个账号，它只能写这里
+            for folder in (base, work):
+                os.chown(folder, *account)
     with _LOCK:   # 在锁里检查并启动：stop_all 之后不会再漏网一个
         if _STOPPING.is_set():
             return RunOutcome(-1, b"", "批改已中断")
+        who = {} if account is None else {"user": account[0], "group": account[1], "extra_groups": []}
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=env, cwd=str(base),
-                                start_new_session=True)
+                                start_new_session=True, **who)
         _RUNNING.add(proc)
     try:
         try:

@@ -1,0 +1,369 @@
+"""Gradescope 的自动批改程序（minigpt.grading.gradescope，见「教师指南」的「在 Gradescope 上批改」）。
+
+测试在临时目录里模拟 Gradescope 的 /autograder：zip 解压到 source/，提交放进 submission/，运行 zip 里的
+run_autograder（用本项目的虚拟环境代替 setup.sh 装的那个：setup.sh 要联网下载 PyTorch，这里只核对它的内容），
+再读 results/results.json。两种容器都模拟：
+
+- 有 bubblewrap 的（这台机器本身）：学生的代码在沙箱里运行；
+- 没有可用 bubblewrap 的（Docker 通常如此）：测试用 bwrap 搭一个“容器”——整个文件系统、私有的 /tmp、
+  /autograder 挂在真正的 /autograder 上、bwrap 本身换成一个不可执行的文件——批改程序在里面以 root 运行，
+  学生的代码换成一个普通用户号运行。
+
+提交：参考答案（满分）、初始笔记本（未作答）、做了一半的、没有单元的、不是 JSON 的、没有笔记本的，
+沙箱测试的全部恶意提交，以及一份想伪造 results.json 的。results.json 按 Gradescope 规范的字段核对，
+分数与命令行批改程序对同一批笔记本的结果核对。
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import REPO
+from minigpt.grading import gradescope, sandbox
+
+SUBMISSIONS = REPO / "tests" / "fixtures" / "submissions"
+_spec = importlib.util.spec_from_file_location("generate_submissions", SUBMISSIONS / "generate.py")
+generate = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(generate)
+
+KEYS = ["1a", "1b", "2a", "2b", "3", "4a", "4b", "5a", "5b"]
+TOTAL = 20
+# Gradescope 的 results.json 规范（gradescope-autograders 文档的 “Autograder Specifications”）里的字段
+TOP_FIELDS = {"score", "execution_time", "output", "visibility", "stdout_visibility", "extra_data", "tests",
+              "leaderboard"}
+TEST_FIELDS = {"score", "max_score", "name", "number", "output", "tags", "visibility", "extra_data"}
+VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
+FORGED_SCORE = 999
+
+
+def _torch_pin() -> str:
+    line = next(x for x in (REPO / "requirements.lock").read_text().splitlines() if x.startswith("torch=="))
+    return line.split("==")[1].split("+")[0]
+
+
+# ---------------------------------------------------------------- zip
+
+def test_the_autograder_zip_has_setup_sh_and_run_autograder_at_its_root_and_installs_cpu_torch_first(tmp_path):
+    wheel = tmp_path / "minigpt_book-9.9.9-py3-none-any.whl"
+    wheel.write_bytes(b"not really a wheel")
+    out = gradescope.build_zip(wheel, _torch_pin(), tmp_path / "autograder.zip")
+    with zipfile.ZipFile(out) as zf:
+        infos = {i.filename: i for i in zf.infolist()}
+        assert sorted(infos) == sorted(["setup.sh", "run_autograder", "README.md", wheel.name])
+        for name in ("setup.sh", "run_autograder"):
+            assert stat.S_IMODE(infos[name].external_attr >> 16) == 0o755, name
+        setup = zf.read("setup.sh").decode()
+        run = zf.read("run_autograder").decode()
+        assert zf.read(wheel.name) == wheel.read_bytes()
+    for name, text in (("setup.sh", setup), ("run_autograder", run)):
+        assert text.startswith("#!/usr/bin/env bash\n"), name
+        script = tmp_path / name
+        script.write_text(text)
+        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0, name
+    torch_line = f'"torch=={_torch_pin()}" --index-url https://download.pytorch.org/whl/cpu'
+    wheel_line = f'"./{wheel.name}[grade]"'
+    assert torch_line in setup and wheel_line in setup
+    assert setup.index(torch_line) < setup.index(wheel_line), "CPU 版的 PyTorch 要在本书的包之前装"
+    assert "-m minigpt.grading.gradescope run" in run and "-I" in run
+
+
+def test_a_zip_built_twice_is_byte_identical(tmp_path):
+    wheel = tmp_path / "minigpt_book-9.9.9-py3-none-any.whl"
+    wheel.write_bytes(b"x")
+    a = gradescope.build_zip(wheel, "2.13.0", tmp_path / "a.zip").read_bytes()
+    b = gradescope.build_zip(wheel, "2.13.0", tmp_path / "b.zip").read_bytes()
+    assert a == b
+
+
+# ---------------------------------------------------------------- 提交
+
+FORGE = """\
+# 伪造成绩：直接写 results.json，再留一个后台进程不停地覆盖它
+import json, os, subprocess, sys
+target = os.path.join({results!r}, "results.json")
+forged = json.dumps({{"score": {score}, "tests": []}})
+try:
+    with open(target, "w") as f:
+        f.write(forged)
+except OSError as err:
+    print("写不进去：", err)
+loop = ("import time\\nwhile True:\\n    try:\\n        open(%r, 'w').write(%r)\\n    except OSError:\\n        pass\\n"
+        "    time.sleep(0.01)" % (target, forged))
+subprocess.Popen([sys.executable, "-c", loop], start_new_session=True)
+"""
+
+
+def _notebooks(results_dir: str) -> dict[str, str]:
+    """{名字: 笔记本的文字}：基本的几份，加上伪造 results.json 的一份（results_dir 是学生代码眼里的结果文件夹）。"""
+    base = nbformat.read(generate.STUDENT, as_version=4)
+    solutions = generate._tool.solutions()
+    correct = generate._fill(base, solutions)
+    half = generate._fill(base, {k: solutions[k] for k in KEYS[:5]})
+    forge = copy.deepcopy(correct)
+    forge.cells.append(nbformat.v4.new_code_cell(FORGE.format(results=results_dir, score=FORGED_SCORE)))
+    out = {name: nbformat.writes(nb) for name, nb in
+           {"correct": correct, "placeholders": base, "half": half, "forge": forge,
+            "empty": nbformat.v4.new_notebook()}.items()}
+    out["invalid_json"] = out["correct"][:700]
+    return out
+
+
+def _layout(root: Path, zip_path: Path, notebook: str | None, forged_before: bool = False) -> Path:
+    """root/autograder：source/（zip 解压）、submission/（一份笔记本或空）、results/。"""
+    ag = root / "autograder"
+    (ag / "submission").mkdir(parents=True)
+    (ag / "results").mkdir()
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(ag / "source")
+    for name in ("setup.sh", "run_autograder"):
+        (ag / "source" / name).chmod(0o755)
+    if notebook is not None:
+        (ag / "submission" / "homework_student.ipynb").write_text(notebook, encoding="utf-8")
+    if forged_before:   # 上一次运行（或者别的什么）留下的一份假结果
+        (ag / "results" / "results.json").write_text(json.dumps({"score": FORGED_SCORE}))
+    return ag
+
+
+def _blocked_parent(path: Path) -> Path | None:
+    for p in [*reversed(path.parents), path]:
+        if p.is_dir() and not p.stat().st_mode & stat.S_IXOTH:
+            return p
+    return None
+
+
+def _container(ag: Path) -> list[str]:
+    """一个没有可用 bubblewrap 的“容器”（见模块说明）：批改程序在里面是 root，/autograder 是 ag。"""
+    bwrap = shutil.which("bwrap")
+    cmd = [bwrap, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+    for needed in (Path(sys.base_prefix), REPO):
+        blocked = _blocked_parent(needed)
+        if blocked is None:
+            continue
+        if blocked != Path("/root"):
+            pytest.skip(f"{blocked} 别的用户走不进去，容器里的普通用户号运行不了 {needed} 下的 Python")
+        cmd += ["--perms", "0755", "--tmpfs", "/root"]
+        for parent in reversed(needed.parents[:-1]):
+            if blocked in parent.parents:   # bwrap 新建的中间目录也要让别的用户走得进去
+                cmd += ["--perms", "0755", "--dir", str(parent)]
+        cmd += ["--ro-bind", str(needed), str(needed)]
+    cmd += ["--ro-bind", "/dev/null", str(Path(bwrap).resolve()),   # bwrap 还在，却不能执行
+            "--bind", str(ag), "/autograder", "--unshare-pid", "--unshare-ipc", "--die-with-parent",
+            "--chdir", "/autograder", "bash", "/autograder/source/run_autograder"]
+    return cmd
+
+
+def _run(ag: Path, in_container: bool) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    env["MINIGPT_AUTOGRADER_PYTHON"] = sys.executable
+    if in_container:
+        cmd = _container(ag)
+    else:
+        env["MINIGPT_AUTOGRADER_ROOT"] = str(ag)
+        cmd = ["bash", str(ag / "source" / "run_autograder")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd="/")
+    path = ag / "results" / "results.json"
+    data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    return {"proc": proc, "data": data, "path": path, "ag": ag}
+
+
+def _package_files():
+    import minigpt
+
+    root = Path(minigpt.__file__).parent
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+
+
+@pytest.fixture(scope="module")
+def autograder_zip(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("zip")
+    wheel = out / "minigpt_book-9.9.9-py3-none-any.whl"   # 测试不运行 setup.sh，wheel 只是占位
+    wheel.write_bytes(b"placeholder")
+    return gradescope.build_zip(wheel, _torch_pin(), out / "autograder.zip")
+
+
+@pytest.fixture(scope="module")
+def runs(autograder_zip, tmp_path_factory):
+    """每种情形运行一次 run_autograder（两个一起跑），外加命令行批改程序对同一批笔记本的结果。"""
+    reason = sandbox.unavailable()
+    if reason:
+        pytest.skip(f"这台机器上沙箱起不来：{reason}")
+    if os.getuid() != 0:
+        pytest.skip("模拟没有沙箱的容器要以 root 运行（批改程序要换用户号）")
+    package_before = _package_files()
+    jobs = {}
+    for mode in ("sandbox", "account"):
+        root = tmp_path_factory.mktemp(f"gs-{mode}")
+        for name, text in _notebooks("/autograder/results" if mode == "account" else "").items():
+            if mode == "account" and name in ("empty", "invalid_json", "placeholders"):
+                continue
+            ag = _layout(root / name, autograder_zip, text, forged_before=(name == "forge"))
+            if mode == "sandbox" and name == "forge":   # 沙箱外的结果文件夹在哪，学生的代码写的是真实路径
+                (ag / "submission" / "homework_student.ipynb").write_text(
+                    _notebooks(str(ag / "results"))["forge"], encoding="utf-8")
+            jobs[(mode, name)] = (ag, mode == "account")
+        jobs[(mode, "no_notebook")] = (_layout(root / "no_notebook", autograder_zip, None), mode == "account")
+    hostile_root = tmp_path_factory.mktemp("gs-hostile")
+    for path in sorted(SUBMISSIONS.glob("hostile_*.ipynb")):
+        ag = _layout(hostile_root / path.stem, autograder_zip, path.read_text(encoding="utf-8"))
+        jobs[("account", path.stem)] = (ag, True)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {key: pool.submit(_run, ag, container) for key, (ag, container) in jobs.items()}
+        done = {key: fut.result() for key, fut in futures.items()}
+    cli_dir = tmp_path_factory.mktemp("gs-cli")
+    files = []
+    for name, text in _notebooks("").items():   # 伪造的那份在命令行批改时往沙箱的工作目录里写（无害）
+        files.append(cli_dir / f"{name}.ipynb")
+        files[-1].write_text(text, encoding="utf-8")
+    report = cli_dir / "report.json"
+    cli = subprocess.run([sys.executable, "-m", "minigpt.grade", *map(str, files), "--json", str(report),
+                          "--jobs", "2"], capture_output=True, text=True, timeout=900, cwd=cli_dir)
+    assert report.exists(), cli.stderr
+    by_name = {Path(s["path"]).stem: s for s in json.loads(report.read_text(encoding="utf-8"))["submissions"]}
+    return done, by_name, package_before
+
+
+def _check_spec(data: dict) -> None:
+    """results.json 合乎 Gradescope 的规范，而且自洽：总分是各项之和，每道小题一项。"""
+    from minigpt.homework import EXERCISES
+
+    assert set(data) <= TOP_FIELDS, set(data) - TOP_FIELDS
+    assert isinstance(data["score"], (int, float)) and isinstance(data["output"], str)
+    assert data["visibility"] in VISIBILITY and data["stdout_visibility"] in VISIBILITY
+    assert isinstance(data["execution_time"], (int, float))
+    assert [t["name"] for t in data["tests"]] == [e.title for e in EXERCISES]
+    for test, exercise in zip(data["tests"], EXERCISES):
+        assert set(test) <= TEST_FIELDS, set(test) - TEST_FIELDS
+        assert test["max_score"] == exercise.points
+        assert test["score"] in (0, exercise.points)
+        assert isinstance(test["output"], str) and test["output"]
+        assert test["visibility"] in VISIBILITY
+    assert data["score"] == sum(t["score"] for t in data["tests"])
+
+
+def _points(data: dict) -> dict[str, float]:
+    return {t["extra_data"]["key"]: t["score"] for t in data["tests"]}
+
+
+@pytest.mark.kernel
+def test_every_run_exits_0_and_writes_a_results_json_per_the_specification(runs):
+    done, _, _ = runs
+    for key, run in done.items():
+        assert run["proc"].returncode == 0, (key, run["proc"].stdout, run["proc"].stderr)
+        assert run["data"] is not None, key
+        _check_spec(run["data"])
+
+
+@pytest.mark.kernel
+def test_the_scores_are_the_command_line_graders_for_the_same_notebooks(runs):
+    done, cli, _ = runs
+    from minigpt.homework import EXERCISES
+
+    worth = {e.key: e.points for e in EXERCISES}
+    compared = 0
+    for (mode, name), run in done.items():
+        if name not in cli:
+            continue
+        expected = {k: worth[k] if v["status"] == "passed" else 0 for k, v in cli[name]["exercises"].items()}
+        assert _points(run["data"]) == expected, (mode, name)
+        assert run["data"]["score"] == cli[name]["points"], (mode, name)
+        compared += 1
+    assert compared == 9   # 沙箱里 6 份、换用户号的 3 份（参考答案、做了一半的、伪造的）
+    assert cli["correct"]["points"] == TOTAL and cli["placeholders"]["points"] == 0
+    assert 0 < cli["half"]["points"] < TOTAL
+
+
+@pytest.mark.kernel
+def test_the_reference_solutions_get_full_marks_with_each_parts_checker_message(runs):
+    done, _, _ = runs
+    for mode in ("sandbox", "account"):
+        data = done[(mode, "correct")]["data"]
+        assert data["score"] == TOTAL
+        assert all(t["output"].startswith("通过：✔") for t in data["tests"]), data["tests"]
+    assert done[("sandbox", "correct")]["proc"].stdout.strip().endswith("沙箱里运行")
+    assert "用户号" in done[("account", "correct")]["proc"].stdout
+
+
+@pytest.mark.kernel
+def test_empty_broken_and_missing_notebooks_get_zero_with_a_message_that_says_why(runs):
+    done, _, _ = runs
+    placeholders = done[("sandbox", "placeholders")]["data"]
+    assert placeholders["score"] == 0 and all(t["output"].startswith("未作答") for t in placeholders["tests"])
+    for name in ("empty", "invalid_json"):
+        data = done[("sandbox", name)]["data"]
+        assert data["score"] == 0, name
+    assert "无法批改" in done[("sandbox", "invalid_json")]["data"]["output"]
+    for mode in ("sandbox", "account"):
+        data = done[(mode, "no_notebook")]["data"]
+        assert data["score"] == 0 and "没有 .ipynb 笔记本" in data["output"]
+
+
+@pytest.mark.kernel
+def test_student_code_cannot_forge_results_json(runs):
+    done, _, _ = runs
+    for mode in ("sandbox", "account"):
+        run = done[(mode, "forge")]
+        assert run["data"]["score"] == TOTAL, (mode, run["data"])   # 满分来自答案，不是伪造的 999
+        info = run["path"].stat()
+        assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (0, 0o644)
+        results = run["path"].parent
+        assert (results.stat().st_uid, stat.S_IMODE(results.stat().st_mode)) == (0, 0o755)
+        assert sorted(p.name for p in results.iterdir()) == ["results.json"]
+
+
+@pytest.mark.kernel
+def test_hostile_submissions_in_a_container_without_bubblewrap_get_a_result_and_change_nothing(runs):
+    done, _, package_before = runs
+    hostile = {name: run for (mode, name), run in done.items() if name.startswith("hostile_")}
+    assert len(hostile) == len(list(SUBMISSIONS.glob("hostile_*.ipynb"))) >= 10
+    for name, run in hostile.items():
+        assert run["proc"].returncode == 0 and run["data"]["score"] <= TOTAL, name
+    # 学生的代码以普通用户号运行：写不了本书的包（以后每次批改都导入它）
+    assert _package_files() == package_before
+    # 写包那一行抛了 PermissionError，它后面的 total_params = -1 没有运行：作业 3 仍是参考答案的值
+    assert _points(hostile["hostile_write_package"]["data"])["3"] == 2
+
+
+@pytest.mark.kernel
+def test_end_account_ends_every_process_of_the_students_user_id():
+    if os.getuid() != 0:
+        pytest.skip("要以 root 运行（换用户号）")
+    uid = sandbox.fresh_uid()
+    kids = [subprocess.Popen(["sleep", "600"], user=uid, group=uid, extra_groups=[], start_new_session=True)
+            for _ in range(3)]
+    try:
+        assert len(gradescope._account_pids(uid)) == 3
+        assert gradescope.end_account(uid) == 3
+        assert gradescope._account_pids(uid) == []
+        assert all(k.wait(timeout=30) == -9 for k in kids)
+    finally:
+        for k in kids:
+            if k.poll() is None:
+                k.kill()
+                k.wait()
+
+
+def test_the_submission_must_hold_exactly_one_notebook(tmp_path):
+    assert gradescope.find_notebook(tmp_path / "nothing")[0] is None
+    (tmp_path / "a.ipynb").write_text("{}")
+    assert gradescope.find_notebook(tmp_path) == (tmp_path / "a.ipynb", "")
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    (tmp_path / ".ipynb_checkpoints" / "a-checkpoint.ipynb").write_text("{}")
+    assert gradescope.find_notebook(tmp_path) == (tmp_path / "a.ipynb", "")
+    (tmp_path / "b.ipynb").write_text("{}")
+    found, message = gradescope.find_notebook(tmp_path)
+    assert found is None and "2 个笔记本" in message and "a.ipynb" in message
