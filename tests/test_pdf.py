@@ -297,6 +297,20 @@ def test_appendix_figures_carry_the_appendix_letter(built_pdf, pdf, tex):
                 f"{caption} 印在第 {where} 页，其中有的页不属于附录“{page_title(docname)}”")
 
 
+@pytest.mark.parametrize("edition", ["zh", "en"])
+def test_appendix_equations_carry_the_appendix_letter(built_pdf, edition):
+    """附录的公式在 PDF 里编号为 (A.1)、(A.2)……，与网站一致（不是接着全书的 (1)、(2)）。"""
+    root = built_pdf.root / "_build" if edition == "zh" else built_pdf.root / "_build" / "en" / "_build"
+    text = _pdftotext(root / "latex" / "book.pdf")
+    appendices = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"][
+        "book_appendices"]
+    for docname, letter in appendices.items():
+        count = len(re.findall(r"^:label:", (REPO / f"{docname}.md").read_text(encoding="utf-8"), re.M))
+        assert count, f"{docname} 里没有编号的公式：这个测试量不到东西"
+        numbers = set(re.findall(rf"^\(({letter}\.\d+)\)$", text, re.M))
+        assert numbers == {f"{letter}.{n}" for n in range(1, count + 1)}, (edition, sorted(numbers))
+
+
 # ---------------------------------------------------------------- 每一页、每一个数、每一张图
 
 @pytest.mark.parametrize("docname", toc_docnames())
