@@ -297,6 +297,20 @@ def test_appendix_figures_carry_the_appendix_letter(built_pdf, pdf, tex):
                 f"{caption} 印在第 {where} 页，其中有的页不属于附录“{page_title(docname)}”")
 
 
+@pytest.mark.parametrize("edition", ["zh", "en"])
+def test_appendix_equations_carry_the_appendix_letter(built_pdf, edition):
+    """附录的公式在 PDF 里编号为 (A.1)、(A.2)……，与网站一致（不是接着全书的 (1)、(2)）。"""
+    root = built_pdf.root / "_build" if edition == "zh" else built_pdf.root / "_build" / "en" / "_build"
+    text = _pdftotext(root / "latex" / "book.pdf")
+    appendices = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"][
+        "book_appendices"]
+    for docname, letter in appendices.items():
+        count = len(re.findall(r"^:label:", (REPO / f"{docname}.md").read_text(encoding="utf-8"), re.M))
+        assert count, f"{docname} 里没有编号的公式：这个测试量不到东西"
+        numbers = set(re.findall(rf"^\(({letter}\.\d+)\)$", text, re.M))
+        assert numbers == {f"{letter}.{n}" for n in range(1, count + 1)}, (edition, sorted(numbers))
+
+
 # ---------------------------------------------------------------- 每一页、每一个数、每一张图
 
 @pytest.mark.parametrize("docname", toc_docnames())
@@ -441,6 +455,39 @@ def test_no_text_sticks_far_into_the_margin(log, tex):
     wide = [(pt, a, b) for pt, a, b in overfull_boxes(log) if pt > 6]
     detail = "\n".join(f"  {pt:.1f}pt 过宽，book.tex 第 {a}–{b} 行：{lines[a - 1][:100]}" for pt, a, b in wide)
     assert not wide, f"{len(wide)} 处排版超出版心 6pt 以上：\n{detail}"
+
+
+RUNNING_HEAD = re.compile(r"book_pdf: running head page=(\S+) left=([\d.]+)pt\s+right=([\d.]+)pt\s+"
+                          r"width=([\d.]+)pt\s+title=(\w+)")
+
+
+def running_heads(log_text: str) -> list[tuple[str, float, float, float, str]]:
+    """book_pdf.sty 每排一个页眉就在日志里记一行：(页码, 左边章名的宽, 右边书名的宽, 页眉宽, shown/dropped)。
+    日志按 79 列折行，先把折行接回去。"""
+    joined, lines = [], log_text.split("\n")
+    for line in lines:  # TeX 把长于 max_print_line（79）的行折开：满 79 个字符的行与下一行接起来
+        joined.append(line + ("" if len(line.encode()) == 79 else "\n"))
+    joined = "".join(joined)
+    return [(m[0], float(m[1]), float(m[2]), float(m[3]), m[4]) for m in RUNNING_HEAD.findall(joined)]
+
+
+def test_running_head_parser_reads_a_wrapped_log_line():
+    first = "book_pdf: running head page=12 left=130.5pt right=160.2pt width=340.0pt title=shown"
+    log_text = (first[:79] + "\n" + first[79:] + "\n"
+                "book_pdf: running head page=13 left=300.0pt right=160.2pt width=340.0pt title=dropped\n")
+    assert running_heads(log_text) == [("12", 130.5, 160.2, 340.0, "shown"), ("13", 300.0, 160.2, 340.0, "dropped")]
+
+
+@pytest.mark.parametrize("edition", ["zh", "en"])
+def test_running_heads_never_overprint_the_book_title(built_pdf, edition):
+    """页眉左边是章名（英文版取冒号前的短标题），右边是书名：每一页两者并排都放得下（中间至少 1.5em），
+    book_pdf.sty 从没有因为放不下而去掉书名。宽度是 XeLaTeX 排页眉时量的（见 book_pdf.sty 的“页眉页脚”）。"""
+    root = built_pdf.root / "_build" if edition == "zh" else built_pdf.root / "_build" / "en" / "_build"
+    heads = running_heads((root / "latex" / "book.log").read_text(encoding="utf-8", errors="replace"))
+    assert len(heads) > 40, f"日志里只有 {len(heads)} 个页眉记录：book_pdf.sty 的页眉改了？"
+    crowded = [h for h in heads if h[4] != "shown" or h[1] + h[2] > h[3]]
+    detail = "\n".join(f"  第 {p} 页：章名 {l:.0f}pt + 书名 {r:.0f}pt，页眉宽 {w:.0f}pt" for p, l, r, w, _ in crowded[:20])
+    assert not crowded, f"{edition}：{len(crowded)} 页的页眉放不下章名和书名：\n{detail}"
 
 
 # ---------------------------------------------------------------- 链接与书签

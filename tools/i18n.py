@@ -432,7 +432,9 @@ def english_config(config: dict, tr: Translator) -> dict:
     sphinx["book_edition"] = LANG
     # PDF：xeCJK 默认把弯引号 ‘’“” 当中文标点（占一个汉字宽）；英文里它们是西文标点
     latex = sphinx.setdefault("latex_elements", {})
-    latex["preamble"] = latex.get("preamble", "") + "\n\\xeCJKDeclareCharClass{Default}{\"2018 -> \"201F}"
+    # 术语表里印着中文名：英文的行靠词间空白撑满，汉字之间不再拉开（否则“缩 放 点 积”一字一空）
+    latex["preamble"] = latex.get("preamble", "") + "\n\\xeCJKDeclareCharClass{Default}{\"2018 -> \"201F}" \
+        + "\n\\xeCJKsetup{CJKglue={\\hskip 0pt}}"
     return config
 
 
