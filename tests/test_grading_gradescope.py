@@ -334,6 +334,9 @@ def test_hostile_submissions_in_a_container_without_bubblewrap_get_a_result_and_
         assert run["proc"].returncode == 0 and run["data"]["score"] <= TOTAL, name
     # 学生的代码以普通用户号运行：写不了本书的包（以后每次批改都导入它）
     assert _package_files() == package_before
+    import minigpt
+
+    assert not (Path(minigpt.__file__).parent / "student_was_here.py").exists()
     # 写包那一行抛了 PermissionError，它后面的 total_params = -1 没有运行：作业 3 仍是参考答案的值
     assert _points(hostile["hostile_write_package"]["data"])["3"] == 2
 

@@ -28,6 +28,7 @@ CALIBRATION = [
 # 这类问题可能是批改环境造成的：内核起不来、碰到上限、内核崩溃
 SUSPECT_KINDS = ("limit", "crash")
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+CALIBRATION_SECONDS = 120       # 校准笔记本每个单元与整份的时限至少这么多秒
 SETUP_NOTE = "setup_problem"   # 写在 SubmissionResult.notes 里：这一行因批改环境的问题留空
 
 
@@ -67,11 +68,14 @@ def _trouble(result) -> str | None:
 
 
 def calibrate(limits: sandbox.Limits, sandboxed: bool) -> str | None:
-    """在这组上限下运行校准笔记本：一份正确的笔记本能运行就返回 None，否则返回出了什么问题。"""
+    """在这组上限下运行校准笔记本：一份正确的笔记本能运行就返回 None，否则返回出了什么问题。
+    时限放宽到至少 CALIBRATION_SECONDS：要查的是内存与安装，机器一时忙不算批改环境的问题。"""
     from .judge import grade_submission
 
+    roomy = dataclasses.replace(limits, timeout=max(limits.timeout, CALIBRATION_SECONDS),
+                                notebook_timeout=max(limits.notebook_timeout, CALIBRATION_SECONDS))
     with tempfile.TemporaryDirectory(prefix="minigpt-calibrate-") as tmp:
-        return _trouble(grade_submission(calibration_notebook(Path(tmp)), limits, sandboxed=sandboxed))
+        return _trouble(grade_submission(calibration_notebook(Path(tmp)), roomy, sandboxed=sandboxed))
 
 
 def setup_problem(limits: sandbox.Limits, sandboxed: bool) -> str | None:

@@ -143,14 +143,18 @@ def account_problem(uid: int) -> str | None:
 
 
 def _account_pids(uid: int) -> list[int]:
+    """这个用户号还活着的进程（已经结束、只等父进程收尸的僵尸不算：它们什么也做不了）。"""
     pids = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    pids.append(int(entry))
-            except OSError:
-                pass
+                if os.stat(f"/proc/{entry}").st_uid != uid:
+                    continue
+                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state != "Z":
+                pids.append(int(entry))
     return pids
 
 
