@@ -118,14 +118,15 @@ def test_every_interactive_figure_of_the_book_is_in_the_guides_table():
     assert {n for n in names if f"{{numref}}`{n}`" in section} == names
 
 
-def _answer_sentences(page: Path) -> set[str]:
-    """整本书网站上教师指南的参考答案（div.solution）里的句子，每句至少 12 个字符。"""
+def _answer_texts(page: Path) -> set[str]:
+    """整本书网站上教师指南的参考答案（div.solution）里的文字片段：标签之间、至少 12 个字符、带汉字的那些
+    （它们在网页源文件里原样出现，和作业页的指纹一样能在任何文本文件里查找）。"""
     found = set()
     for box in soup(page).select("div.solution"):
-        for sentence in re.split(r"(?<=[。；：！？])|\n", box.get_text("\n", strip=True)):
-            sentence = sentence.strip()
-            if len(sentence) >= 12:
-                found.add(sentence)
+        for piece in box.find_all(string=True):
+            piece = piece.strip()
+            if len(piece) >= 12 and re.search(r"[\u4e00-\u9fff]", piece):
+                found.add(piece)
     return found
 
 
@@ -133,19 +134,21 @@ def _answer_sentences(page: Path) -> set[str]:
 def test_the_student_site_has_none_of_the_guides_model_answers(built_book, student_site):
     from test_site_student import found
 
-    sentences = _answer_sentences(built_book.html / "book" / "teacher_guide.html")
-    assert len(sentences) >= 100
-    # 其他页面（正文、作业页）里也有的句子不算参考答案的指纹
+    texts = _answer_texts(built_book.html / "book" / "teacher_guide.html")
+    # 其他页面（正文、作业页）里也有的片段不算参考答案的指纹
     others = "\n".join(html.unescape(p.read_text(encoding="utf-8")) for p in (built_book.html / "book").glob("*.html")
                        if p.name != "teacher_guide.html")
-    fingerprints = {s for s in sentences if s not in others}
+    fingerprints = {s for s in texts if s not in others}
     assert len(fingerprints) >= 100
-    assert "book/teacher_guide.html" in found(built_book.html, fingerprints)
+    full = found(built_book.html, fingerprints)
+    assert set().union(*full.values()) == fingerprints and "book/teacher_guide.html" in full
     assert found(student_site.html, fingerprints) == {}
     student = soup(student_site.html / "book" / "teacher_guide.html")
     assert student.select("div.solution") == []
     notes = [p.get_text(strip=True) for p in student.select("article p.solution-hidden")]
     assert notes == [book_solutions.HIDDEN_NOTE] * guide().count("```{solution-start}")
+    # 练习的题目留在学生版里
+    assert len(student.select("div.exercise")) == guide().count("```{exercise}")
 
 
 @pytest.mark.slow
