@@ -1,0 +1,185 @@
+"""「教师指南」的教学部分：每道练习都有参考答案，参考答案不进学生版网站，引用的诊断真实存在，交互图一张不漏，
+第 7 节练习的参考答案（要训练模型，不在构建时算）句句属实。
+
+参考答案藏在 sphinx-exercise 的 solution-start … solution-end 里，学生版网站（tools/build_book.py --student）
+由 book/_ext/book_solutions.py 把它们整块去掉，和作业页的参考答案同一个机制。
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from pagekit import soup
+
+sys.path.insert(0, str(REPO / "book" / "_ext"))
+import book_solutions  # noqa: E402
+
+GUIDE = REPO / "book" / "teacher_guide.md"
+SECTIONS = ("s1_intuition", "s2_scaled_dot_product", "s3_causal_mask", "s4_multi_head", "s5_ffn", "s6_block",
+            "s7_trained_heads", "appendix_rnn")
+
+
+def guide() -> str:
+    return GUIDE.read_text(encoding="utf-8")
+
+
+def section_exercises() -> dict[str, int]:
+    """每一节末尾“## 练习”下的题数（编号的列表项）；没有这一段的（附录）是 0。"""
+    counts = {}
+    for name in SECTIONS:
+        page = (REPO / "book" / f"{name}.md").read_text(encoding="utf-8")
+        part = page.split("\n## 练习\n", 1)
+        if len(part) == 1:
+            counts[name] = 0
+            continue
+        body = re.split(r"\n#{1,2} ", part[1], maxsplit=1)[0]
+        counts[name] = len(re.findall(r"^\d+\. ", body, re.M))
+    return counts
+
+
+def test_every_exercise_at_the_end_of_a_section_has_a_model_answer_and_a_rubric_in_the_guide():
+    counts = section_exercises()
+    assert sum(counts.values()) >= 13 and counts["appendix_rnn"] == 0, counts
+    text = guide()
+    labels = re.findall(r"```\{exercise\}[^\n]*\n:label: (tg-ex-s(\d)-(\d))\n", text)
+    want = {f"tg-ex-s{name[1]}-{i}" for name, n in counts.items() if n for i in range(1, n + 1)}
+    assert {label for label, _, _ in labels} == want
+    for label in want:
+        block = text.split(f"```{{solution-start}} {label}\n", 1)[1].split("```{solution-end}", 1)[0]
+        assert "参考答案" in block and "评分（4 分）" in block, label
+        points = [int(p) for p in re.findall(r"^- (\d) 分：", block, re.M)]
+        assert sum(points) == 4, (label, points)
+
+
+def test_the_student_edition_strips_every_model_answer_from_the_guide_source():
+    """学生版网站复制的 .md 源文件经 strip_solutions 改写：参考答案、评分标准和算答案的代码都不剩。"""
+    text = guide()
+    stripped = book_solutions.strip_solutions(text)
+    assert stripped.count(book_solutions.HIDDEN_NOTE) == text.count("```{solution-start}") >= 13
+    for gone in ("参考答案：", "评分（4 分）", "glue(\"tg_", "{glue:text}`tg_", "def pre_ln"):
+        assert gone in text and gone not in stripped, gone
+    # 练习的题目本身（不是答案）留着
+    assert stripped.count("```{exercise}") == text.count("```{exercise}")
+
+
+def _cited() -> list[tuple[str, str]]:
+    """诊断表里引用的 (学生看到的提示开头, 诊断名)。"""
+    return re.findall(r"「([^」]+)」[^（「]*（`([a-z_]+)`）", guide())
+
+
+def test_every_cited_diagnosis_exists_and_quotes_what_the_student_sees():
+    homework = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "src" / "minigpt" / "homework").glob("*.py"))
+    cited = _cited()
+    assert len(cited) >= 40
+    for quote, name in cited:
+        assert f'"{name}"' in homework, f"没有这条诊断：{name}"
+        for piece in quote.split("…"):
+            piece = piece.strip(" ，")
+            assert piece in homework, f"{name}：学生看到的提示里没有「{piece}」"
+    # 表格“主要的诊断”一栏里的名字也都存在
+    table = guide().split("(tg-homework)=", 1)[1].split("(tg-interactive)=", 1)[0]
+    names = [n for cell in re.findall(r"^  - (`[a-z_]+`(?:、`[a-z_]+`)+)$", table, re.M)
+             for n in re.findall(r"`([a-z_]+)`", cell)]
+    assert len(names) >= 30
+    for name in names:
+        assert f'"{name}"' in homework, name
+
+
+def test_the_english_guide_quotes_the_english_hints():
+    """英文版的诊断表引用英文提示：每个“…”里的文字都是 code.po 里某条译文的一部分。"""
+    from babel.messages.pofile import read_po
+
+    with open(REPO / "locale" / "en" / "LC_MESSAGES" / "code.po", "rb") as f:
+        english = "\n".join(m.string for m in read_po(f) if m.id)
+    with open(REPO / "locale" / "en" / "LC_MESSAGES" / "book" / "teacher_guide.po", "rb") as f:
+        rows = [m.string for m in read_po(f) if m.id and "「" in m.id and "（`" in m.id]
+    quotes = [q for row in rows for q in re.findall(r"“([^”]+)”", row)]
+    assert len(quotes) >= 40
+    for quote in quotes:
+        for piece in quote.split("…"):
+            piece = piece.strip(" ,")
+            assert piece in english, f"英文提示里没有 “{piece}”"
+
+
+def test_every_interactive_figure_of_the_book_is_in_the_guides_table():
+    names = set()
+    for page in (REPO / "book").glob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        for key in re.findall(r'glue\("(\w+)", interactive\.\w+\(', text):
+            names.add(re.search(r"\{glue:figure\} " + key + r"\n:name: ([\w-]+)", text).group(1))
+    assert len(names) >= 6
+    section = guide().split("(tg-interactive)=", 1)[1].split("\n## ", 2)[1]
+    assert {n for n in names if f"{{numref}}`{n}`" in section} == names
+
+
+def _answer_texts(page: Path) -> set[str]:
+    """整本书网站上教师指南的参考答案（div.solution）里的文字片段：标签之间、至少 12 个字符、带汉字的那些
+    （它们在网页源文件里原样出现，和作业页的指纹一样能在任何文本文件里查找）。"""
+    found = set()
+    for box in soup(page).select("div.solution"):
+        for piece in box.find_all(string=True):
+            piece = piece.strip()
+            if len(piece) >= 12 and re.search(r"[\u4e00-\u9fff]", piece):
+                found.add(piece)
+    return found
+
+
+@pytest.mark.book
+def test_the_student_site_has_none_of_the_guides_model_answers(built_book, student_site):
+    from test_site_student import found
+
+    texts = _answer_texts(built_book.html / "book" / "teacher_guide.html")
+    # 其他页面（正文、作业页）里也有的片段不算参考答案的指纹
+    others = "\n".join(html.unescape(p.read_text(encoding="utf-8")) for p in (built_book.html / "book").glob("*.html")
+                       if p.name != "teacher_guide.html")
+    fingerprints = {s for s in texts if s not in others}
+    assert len(fingerprints) >= 100
+    full = found(built_book.html, fingerprints)
+    assert set().union(*full.values()) == fingerprints and "book/teacher_guide.html" in full
+    assert found(student_site.html, fingerprints) == {}
+    student = soup(student_site.html / "book" / "teacher_guide.html")
+    assert student.select("div.solution") == []
+    notes = [p.get_text(strip=True) for p in student.select("article p.solution-hidden")]
+    assert notes == [book_solutions.HIDDEN_NOTE] * guide().count("```{solution-start}")
+    # 练习的题目留在学生版里
+    assert len(student.select("div.exercise")) == guide().count("```{exercise}")
+
+
+@pytest.mark.slow
+def test_the_model_answer_for_another_seed_in_section_7_holds():
+    """第 7 节练习 1 的参考答案（种子 1、2，另训练种子 0 作对照），逐句核对。"""
+    import torch
+
+    from minigpt.heads import block_means, head_scores, repeat_batch, train_repeat
+
+    role = 0.5   # 第 7 节的门槛
+    test = repeat_batch(512, torch.Generator().manual_seed(1234))
+    steps = (100, 200, 300, 400, 500, 600, 700)
+    runs = {seed: train_repeat(n_layers=2, seed=seed, keep=steps if seed else ()) for seed in (0, 1, 2)}
+    final = {seed: head_scores(run.model, test) for seed, run in runs.items()}
+    for seed, (layer1, layer2) in final.items():
+        assert any(p > role for p in layer1["previous"]), seed        # 分层不变
+        assert all(i > role for i in layer2["induction"]), seed
+        assert all(p < role for p in layer2["previous"]) and all(i < role for i in layer1["induction"]), seed
+        assert all(0.6 < i < 0.8 for i in layer2["induction"]), seed  # 归纳分数相近
+    prev = {seed: [p > role for p in final[seed][0]["previous"]] for seed in final}
+    assert prev[1] == [False, True] and prev[2] == [True, True]        # 头的编号会变
+    assert prev[0].count(False) == 1
+
+    def roles(seed, step):
+        layer1, layer2 = head_scores(runs[seed].snapshots[step], test)
+        return max(layer1["previous"]) > role, max(layer2["induction"]) > role
+
+    assert roles(1, 300) == (False, True) and roles(1, 400) == (True, True)
+    assert roles(2, 200) == (False, False) and roles(2, 300) == (True, True)
+    for seed, formed in ((1, 3), (2, 2)):   # 角色成形的那一百步：第 301–400 步、第 201–300 步
+        means = block_means(runs[seed].losses, 100)
+        drops = [a - b for a, b in zip(means, means[1:])]
+        biggest = drops.index(max(drops)) + 1   # 降得最多的是第 biggest 个百步
+        assert abs(biggest - formed) <= 1, (seed, means)
