@@ -64,7 +64,7 @@ def _leftover_processes():
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
         found += [cmd for marker in generate.LEFTOVER if marker in cmd]
