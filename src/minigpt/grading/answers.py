@@ -179,6 +179,11 @@ def _opaque(name: str, text: str):
     return type(name, (_Opaque,), {"__repr__": lambda self: text})()
 
 
+def decode_answer(item):
+    """核对并还原一个答案变量的值（探针写出的一项）。"""
+    return _decode(item)
+
+
 def decode_answers(raw, names: list[str]) -> dict:
     """核对并还原探针写出的答案：{变量名: 值}（变量不存在时是 MISSING）。"""
     if not isinstance(raw, dict) or set(raw) != set(names):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
@@ -18,6 +19,9 @@ import torch
 from .data import exercise_inputs
 from .errors import HomeworkNotFilled, HomeworkWrong
 from .values import close, type_name
+
+
+ORDINALS = "一二三四五六七八九十"   # 小题的序号：作业 4（一）、4（二）
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,15 @@ class Exercise:
     run: Callable[[dict, dict], str]
     points: int = 2               # 这道小题的分数（批改表、CSV 和作业页都用它）
     given: tuple[str, ...] = ()   # 笔记本里传给检查器的题目数据（只用来提醒“你改动了它”）
+
+    @property
+    def part(self) -> str:
+        """提示里的短名：作业 4（一）、作业 3。"""
+        number = self.key.rstrip("abcdefghij")
+        if number == self.key:
+            return f"作业 {number}"
+        ordinal = ORDINALS[ord(self.key[len(number)]) - ord("a")]
+        return f"作业 {number}（{ordinal}）"
 
 
 def as_the_grader_sees(values: dict) -> dict:
@@ -83,6 +96,40 @@ def changed_note(given: dict, inputs: dict) -> str:
             "（例如 .mul_()、/=）。")
 
 
+# 笔记本里已经通过的小题：{编号: 学生的命名空间}。之后每次调用检查器，都重新判一遍同一命名空间里
+# 这些题的答案：被别的单元改坏了（重新赋值、原地修改、改了它 view 的张量），当场说出来
+_PASSED: dict[str, dict] = {}
+
+
+def _broken_since_passed(namespace: dict, current: Exercise) -> str:
+    """namespace 里以前通过、现在却过不了的小题：一句提醒（并把它们从 _PASSED 里去掉）；都好好的时返回空字符串。"""
+    from .exercises import EXERCISES
+
+    notes = []
+    for exercise in EXERCISES:
+        if exercise.key == current.key or _PASSED.get(exercise.key) is not namespace:
+            continue
+        names = "、".join(exercise.answers)
+        if any(n not in namespace for n in exercise.answers):
+            notes.append(f"注意：{exercise.part} 已经通过的答案 {names} 后来被删除了：批改时这一题没有这个变量。")
+            del _PASSED[exercise.key]
+            continue
+        try:
+            answers = as_the_grader_sees({n: namespace[n] for n in exercise.answers})
+            with contextlib.redirect_stdout(io.StringIO()):
+                exercise.run(answers, exercise_inputs())
+            continue
+        except (HomeworkWrong, HomeworkNotFilled):
+            pass
+        del _PASSED[exercise.key]
+        notes.append(
+            f"注意：{exercise.part} 已经通过的答案 {names} 后来被改动了（重新赋值，或者原地修改了它、它所 view 的张量），"
+            f"现在过不了 {exercise.checker} 的检查。"
+            f"改动它的若是别的题的单元，批改仍按 {exercise.part} 自己的单元运行完时的值给分。"
+            "不过最好在那里换个变量名，原地修改（x += …）也改成新建张量（x = x + …）。")
+    return "".join(notes)
+
+
 def notebook_checker(exercise: Exercise, judge: Callable[..., str]) -> Callable[..., None]:
     """笔记本里调用的检查器：参数和 judge 相同；通过时打印一行，返回 None（不必用分号）。
 
@@ -92,23 +139,27 @@ def notebook_checker(exercise: Exercise, judge: Callable[..., str]) -> Callable[
     signature = inspect.signature(judge)
 
     def check(*args, **kwargs) -> None:
+        namespace = sys._getframe(1).f_globals   # 调用者（笔记本的单元）的全局变量
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError as err:
             raise HomeworkWrong(f"{exercise.checker} 的参数不对（{err}）：照初始代码里的那一行调用它",
                                 "call") from None
-        answers = as_the_grader_sees({n: bound.arguments.get(n) for n in exercise.answers})
+        mine = {n: bound.arguments.get(n) for n in exercise.answers}
+        note = _broken_since_passed(namespace, exercise)
+        answers = as_the_grader_sees(mine)
         inputs = exercise_inputs()
-        note = changed_note({n: bound.arguments[n] for n in exercise.given
-                             if bound.arguments.get(n) is not None}, inputs)
+        note += changed_note({n: bound.arguments[n] for n in exercise.given
+                              if bound.arguments.get(n) is not None}, inputs)
         try:
             message = exercise.run(answers, inputs)
-        except HomeworkNotFilled:
-            raise
-        except HomeworkWrong as err:
+        except (HomeworkNotFilled, HomeworkWrong) as err:
+            _PASSED.pop(exercise.key, None)
             if not note:
                 raise
-            raise HomeworkWrong(f"{note}{err}", err.diagnosis) from None
+            raise type(err)(f"{note}{err}", err.diagnosis) from None
+        if all(namespace.get(n) is v for n, v in mine.items()):
+            _PASSED[exercise.key] = namespace
         print(f"{message}\n{note}" if note else message)
 
     check.__name__ = check.__qualname__ = exercise.checker
