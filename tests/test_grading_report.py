@@ -25,9 +25,9 @@ import pytest
 
 from conftest import REPO
 from minigpt.grading import cli, report
-from minigpt.grading.answers import MISSING, answers_from_output, decode_answer, parse_json, probe_source
+from minigpt.answer_format import MISSING, answers_from_output, decode_answer, parse_json, probe_source
 from minigpt.grading.judge import judge_exercise
-from minigpt.grading.notebook import code_cells
+from minigpt.grading.submission import code_cells
 from minigpt.grading.results import ExerciseResult, Problem, SubmissionResult, limits_record, short_name
 from minigpt.grading.sandbox import Limits
 from minigpt.homework import EXERCISES, exercise_inputs

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ..homework import EXERCISES, HomeworkNotFilled, HomeworkWrong, exercise_inputs
 from . import sandbox
-from .answers import MISSING, AnswerFileError, decode_answer, decode_answers, parse_json
-from .notebook import code_cells, read_submission
+from ..answer_format import MISSING, AnswerFileError, decode_answer, decode_answers, parse_json
+from .submission import code_cells, read_submission
 from .results import CHECKER_ERRORS, ExerciseResult, Problem, SubmissionResult, limits_record
 
 ANSWER_NAMES = sorted({n for e in EXERCISES for n in e.answers})

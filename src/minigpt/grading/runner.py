@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from .answers import AnswerFileError, answers_from_output, parse_json, probe_source
+from ..answer_format import AnswerFileError, answers_from_output, parse_json, probe_source
 
 MAX_RESTARTS = 3  # 一份笔记本最多换几次内核（超时、崩溃），之后剩下的单元不再运行
 WARM_UP = "import torch, minigpt.homework, minigpt.data, minigpt.attention"

@@ -7,7 +7,7 @@ import math
 import torch
 
 from .errors import HomeworkWrong
-from .hints import Looks, first_look, rounding_hint
+from .hints import Diagnosis, first_match, rounding_hint
 from .values import TOLERANCE_TEXT, close, float_tensor, passed, require
 
 
@@ -22,24 +22,24 @@ def _shape_hint(s: torch.Tensor, q: torch.Tensor) -> tuple[str, str]:
                            "可以用 .sum() 或 .item() 得到它")
 
 
-def _looks(d_k: int) -> tuple[Looks, ...]:
+def _diagnoses(d_k: int) -> tuple[Diagnosis, ...]:
     root = math.sqrt(d_k)
     return (
-        Looks("cosine", lambda c: c.truth / (c.q.norm() * c.k.norm()),
+        Diagnosis("cosine", lambda c: c.truth / (c.q.norm() * c.k.norm()),
               "这是余弦相似度（点积再除以两个向量的长度）：这里只要点积本身，不除以长度"),
-        Looks("scaled", lambda c: c.truth / root,
+        Diagnosis("scaled", lambda c: c.truth / root,
               f"你已经除以了 √d_k = {root:g}：这里只要原始点积，缩放是下一步"),
-        Looks("mean", lambda c: c.truth / d_k,
+        Diagnosis("mean", lambda c: c.truth / d_k,
               f"这像是求了平均（.mean()），或者除以了 d_k = {d_k}："
               "点积是乘积的和，不除以任何数"),
-        Looks("sign", lambda c: -c.truth,
+        Diagnosis("sign", lambda c: -c.truth,
               "符号反了：点积是对应位置的乘积直接相加，检查是不是多了一个负号"
               "或者做成了相减"),
-        Looks("sum_then_multiply", lambda c: c.q.sum() * c.k.sum(),
+        Diagnosis("sum_then_multiply", lambda c: c.q.sum() * c.k.sum(),
               "这是先各自求和再相乘：点积要先逐元素相乘，再求和"),
-        Looks("q_with_itself", lambda c: (c.q * c.q).sum(), "这是 q 和自己的点积；应该是 q 和 k"),
-        Looks("k_with_itself", lambda c: (c.k * c.k).sum(), "这是 k 和自己的点积；应该是 q 和 k"),
-        Looks("distance", lambda c: (c.q - c.k).pow(2).sum(), "这是 q 与 k 的距离的平方，不是点积"),
+        Diagnosis("q_with_itself", lambda c: (c.q * c.q).sum(), "这是 q 和自己的点积；应该是 q 和 k"),
+        Diagnosis("k_with_itself", lambda c: (c.k * c.k).sum(), "这是 k 和自己的点积；应该是 q 和 k"),
+        Diagnosis("distance", lambda c: (c.q - c.k).pow(2).sum(), "这是 q 与 k 的距离的平方，不是点积"),
     )
 
 
@@ -106,7 +106,7 @@ def judge_dot_score(score, q, k, Q=None, K=None) -> str:
     if close(s, data.truth):
         return passed(1, f"score = {s.item():.4f}，等于 q 与 k 的点积")
     d_k = q.shape[-1]
-    row = first_look(s, data.truth, _looks(d_k), data)
+    row = first_match(s, data.truth, _diagnoses(d_k), data)
     found = (row.name, row.message) if row else None
     if found is None and Q is not None and K is not None:
         found = wrong_pair_hint(s, q, k, Q, K)

@@ -8,7 +8,7 @@ from .errors import HomeworkWrong
 from .values import count, passed, require, to_tensor, tril
 
 # (名字, 由 n 造出“犯了这个错会得到的”能看矩阵, 提示)：按顺序比较，第一条完全相同的就是提示
-LOOKS = (
+DIAGNOSES = (
     ("triu", lambda n: tril(n).T if n > 1 else None,
      "你的 mask 是上三角，正好是正确答案的转置："
      "位置 i 看到的是自己和它后面的 token（未来）。"
@@ -78,7 +78,7 @@ def judge_causal_mask(mask, seq_len) -> str:
     truth = tril(n)
     if torch.equal(allowed, truth):
         return passed(2, f"mask 是 {n}×{n} 的下三角矩阵，位置 i 只能看 0…i")
-    for name, make, hint in LOOKS:
+    for name, make, hint in DIAGNOSES:
         value = make(n)
         if value is not None and torch.equal(allowed, value):
             raise HomeworkWrong(f"检查 mask 是否为下三角（1 = 可以看）：{hint}", name)
