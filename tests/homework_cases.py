@@ -109,9 +109,9 @@ def _dot_cases():
         lambda x: {"q": x["Q"][2]})
     add("Q = Q / √d_k 之后再取 q", lambda x: dot(x) / 2, "scaled",
         lambda x: {"q": x["q"] / 2, "Q": x["Q"] / 2})
-    add("加了 1", lambda x: dot(x) + 1, "values")
-    add("(q + k).sum()", lambda x: (x["q"] + x["k"]).sum(), "values")
-    add("只有 q.sum()", lambda x: x["q"].sum(), "values")
+    add("加了 1", lambda x: dot(x) + 1, "plus_one")
+    add("(q + k).sum()", lambda x: (x["q"] + x["k"]).sum(), "sum_of_sums")
+    add("只有 q.sum()", lambda x: x["q"].sum(), "only_q")
     add("除以 d_k（q @ k / 4）", lambda x: x["q"] @ x["k"] / 4, "mean")
     add("np.round 2 位", lambda x: np.round(float(dot(x)), 2), "rounding")
     add("torch.dot(q, q)", lambda x: torch.dot(x["q"], x["q"]), "q_with_itself")
@@ -176,13 +176,13 @@ def _matrix_cases():
     add("Q * K", lambda x: x["Q"] * x["K"], "shape_elementwise")
     add("多一维", lambda x: S(x)[None], "shape_extra_dim")
     add("只有两行", lambda x: S(x)[:2], "shape_other")
-    add("加了 1", lambda x: S(x) + 1, "cells")
+    add("加了 1", lambda x: S(x) + 1, "constant_offset")
     add("一格算错", lambda x: S(x).index_put((torch.tensor(1), torch.tensor(2)), torch.tensor(5.0)), "cells")
-    add("K 的行反了", lambda x: x["Q"] @ x["K"].flip(0).T, "cells")
+    add("K 的行反了", lambda x: x["Q"] @ x["K"].flip(0).T, "keys_reversed")
     add("einsum 写反 ij->ji", lambda x: torch.einsum("id,jd->ji", x["Q"], x["K"]), "transposed")
     add("K.T @ Q 的形状", lambda x: x["K"].T @ x["Q"], "shape_features")
     add("Q @ Q.T / √d_k", lambda x: x["Q"] @ x["Q"].T, "q_q")
-    add("负的转置", lambda x: -(x["K"] @ x["Q"].T), "cells")
+    add("负的转置", lambda x: -(x["K"] @ x["Q"].T), "transposed_sign")
     add("没填", lambda x: None, "not_filled")
     add("整数张量", lambda x: S(x).long(), "dtype")
     return c
@@ -298,7 +298,7 @@ def _weights_cases():
     add("半精度", lambda x: W(x).half(), "dtype")
     add("整数", lambda x: W(x).long(), "dtype")
     add("别的分数的权重", lambda x: _weights(torch.randn(3, 3, generator=torch.Generator().manual_seed(1))), "values")
-    add("乘了 0.5", lambda x: W(x) * 0.5, "row_sums")
+    add("乘了 0.5", lambda x: W(x) * 0.5, "scaled_weights")
     add("triu 遮蔽 -1e9", lambda x: _weights(s(x), -1e9, mask=_tril().T), "triu")
     add("dim=0，填 -1e9", lambda x: _weights(s(x), -1e9, dim=0), "wrong_dim")
     add("没缩放，填 -1e9", lambda x: _weights(x["Q"] @ x["K"].T, -1e9), "unscaled")
@@ -610,3 +610,97 @@ def _block_cases():
 
 
 CASES += _heads_cases() + _mha_cases() + _ln_cases() + _block_cases()
+
+
+# ---------------------------------------------------------------- 作业 1–3：本轮新想到的错误答案
+
+def _more_cases():
+    c = []
+
+    def one(key, name, label, make, expect):
+        c.append(Case(key, label, lambda x, m=make: {name: m(x)}, expect))
+
+    dot = lambda x: (x["q"] * x["k"]).sum()
+    S = lambda x: x["Q"] @ x["K"].T
+    fut = lambda: _tril() == 0
+    W = lambda x: _weights(x["scores"])
+    for label, make, expect in [
+            ("(q * k).max()", lambda x: (x["q"] * x["k"]).max(), "max_product"),
+            ("(q * k).prod()", lambda x: (x["q"] * x["k"]).prod(), "product_of_products"),
+            ("|q|·|k|", lambda x: x["q"].norm() * x["k"].norm(), "norm_product"),
+            ("乘积取绝对值", lambda x: (x["q"] * x["k"]).abs().sum(), "abs_products"),
+            ("点积的平方", lambda x: dot(x) ** 2, "squared"),
+            ("k 倒过来", lambda x: (x["q"] * x["k"].flip(0)).sum(), "k_reversed"),
+            ("只有第 0 维的乘积", lambda x: (x["q"] * x["k"])[0], "one_term"),
+            ("range(d_k - 1)", lambda x: (x["q"] * x["k"])[:-1].sum(), "missing_term"),
+            ("range(1, d_k)", lambda x: (x["q"] * x["k"])[1:].sum(), "missing_term"),
+            ("q.sum() + k.sum()", lambda x: x["q"].sum() + x["k"].sum(), "sum_of_sums"),
+            ("k.sum()", lambda x: x["k"].sum(), "only_k"),
+            ("(Q @ K.T).sum()", lambda x: S(x).sum(), "matrix_sum"),
+            ("(Q @ K.T).mean()", lambda x: S(x).mean(), "matrix_mean"),
+            ("乘了 d_k", lambda x: dot(x) * 4, "multiplied_by_d_k"),
+            ("乘了 √d_k", lambda x: dot(x) * 2, "multiplied_by_root"),
+            ("q.norm()", lambda x: x["q"].norm(), "length_of_q"),
+            ("(q - k).sum()", lambda x: (x["q"] - x["k"]).sum(), "difference_sum"),
+            ("√|点积|", lambda x: dot(x).abs().sqrt(), "square_root"),
+            ("注意力权重", lambda x: torch.softmax(S(x)[1] / 2, -1)[2], "attention_weight"),
+            ("减了 1", lambda x: dot(x) - 1, "minus_one")]:
+        one("1a", "score", label, make, expect)
+    for label, make, expect in [
+            ("乘了 √d_k", lambda x: S(x) * 2, "multiplied_by_root"),
+            ("K @ Q.T / √d_k", lambda x: S(x).T / 2, "transposed_scaled"),
+            ("取绝对值", lambda x: S(x).abs(), "abs"),
+            ("只算了 j ≥ i", lambda x: S(x).triu(), "upper_triangle_only"),
+            ("K 的行倒过来", lambda x: x["Q"] @ x["K"].flip(0).T, "keys_reversed"),
+            ("Q 的行倒过来", lambda x: x["Q"].flip(0) @ x["K"].T, "queries_reversed"),
+            ("减了平均值", lambda x: S(x) - S(x).mean(), "constant_offset"),
+            ("softmax(S / √d_k, dim=0)", lambda x: torch.softmax(S(x) / 2, 0), "attention_weights_columns"),
+            ("平方", lambda x: S(x) ** 2, "squared"),
+            ("sigmoid", lambda x: torch.sigmoid(S(x)), "sigmoid"),
+            ("exp", lambda x: torch.exp(S(x)), "exp"),
+            ("除以行和", lambda x: S(x) / S(x).sum(-1, keepdim=True), "row_normalised"),
+            ("遮蔽后的权重", lambda x: torch.softmax(S(x).masked_fill(fut(), NEG_INF) / 2, -1), "masked_weights"),
+            ("S.T 的下三角", lambda x: S(x).T.tril(), "cells")]:
+        one("1b", "S", label, make, expect)
+    for label, make, expect in [
+            ("左右反了", lambda x: _tril().flip(1), "flipped_left_right"),
+            ("上下反了", lambda x: _tril().flip(0), "flipped_up_down"),
+            ("ones - eye", lambda x: torch.ones(3, 3) - torch.eye(3), "all_but_diagonal"),
+            ("-tril", lambda x: -_tril(), "additive"),
+            ("只有最后一行", lambda x: torch.tensor([[0., 0, 0], [0, 0, 0], [1, 1, 1]]), "cells")]:
+        one("2a", "mask", label, make, expect)
+    for label, make, expect in [
+            ("sigmoid", lambda x: torch.sigmoid(x["scores"].masked_fill(fut(), NEG_INF)), "sigmoid"),
+            ("整个矩阵一起 softmax", lambda x: torch.softmax(
+                x["scores"].masked_fill(fut(), NEG_INF).flatten(), 0).view(3, 3), "softmax_all"),
+            ("两次 softmax", lambda x: _weights(W(x)), "softmax_twice"),
+            ("对权重再 softmax", lambda x: torch.softmax(W(x), -1), "softmax_twice_leaking"),
+            ("没取 exp 就除以行和", lambda x: (lambda m: m / m.sum(-1, keepdim=True))(
+                x["scores"].masked_fill(fut(), 0.0)), "normalised_without_exp"),
+            ("填 0、softmax、再乘 mask", lambda x: torch.softmax(x["scores"].masked_fill(fut(), 0.0), -1) * _tril(),
+             "filled_zero_then_mask"),
+            ("填 0 又沿 dim=0", lambda x: torch.softmax(x["scores"].masked_fill(fut(), 0.0), 0), "wrong_dim_filled_zero"),
+            ("乘了 2", lambda x: W(x) * 2, "scaled_weights"),
+            ("加了 0.1", lambda x: W(x) + 0.1, "constant_offset"),
+            ("softmax(-scores)", lambda x: _weights(-x["scores"]), "negated"),
+            ("除以 8 的分数", lambda x: _weights(x["Q"] @ x["K"].T / 8), "values")]:
+        one("2b", "weights", label, make, expect)
+
+    def ffn(label, w1, w2, total, expect):
+        c.append(Case("3", label, lambda x, a=(w1, w2, total): dict(zip(
+            ("w1_params", "w2_params", "total_params"), a)), expect))
+
+    ffn("权重算了两遍", 2 * H * FF + FF, R2, 2 * H * FF + FF + R2, "weights_twice")
+    ffn("以百万为单位", 1, R2, 1 + R2, "units")
+    ffn("以千为单位", R1 // 1000, R2, R1 // 1000 + R2, "units")
+    ffn("2 × (h + f)", 2 * (H + FF), R2, 2 * (H + FF) + R2, "added_dims")
+    ffn("总数又加了偏置", R1, R2, R1 + R2 + H + FF, "total_biases_twice")
+    ffn("总数以百万为单位", R1, R2, 2, "total_units")
+    ffn("总数只算了 W1", R1, R2, R1, "total_one_layer")
+    ffn("总数只算了 W2", R1, R2, R2, "total_one_layer")
+    ffn("(h - 1) × f", FF * (H - 1), R2, FF * (H - 1) + R2, "dimension_minus_one")
+    ffn("总数两层都按 hidden_size 算偏置", R1, R2, 2 * H * FF + 2 * H, "total_doubled")
+    return c
+
+
+CASES += _more_cases()

@@ -81,6 +81,17 @@ def rounding_hint(got: torch.Tensor, truth: torch.Tensor) -> str | None:
     return None
 
 
+def constant_offset(got: torch.Tensor, truth: torch.Tensor) -> str | None:
+    """got 的每个数都比 truth 多（或少）同一个数时的提示；否则返回 None。"""
+    if got.shape != truth.shape or got.numel() < 2 or not torch.isfinite(got).all():
+        return None
+    gap = got - truth
+    if close(gap, torch.full_like(gap, gap.flatten()[0].item())) and not close(gap, torch.zeros_like(gap)):
+        return (f"每个数都比正确值多了同一个数（{gap.flatten()[0].item():.4g}）："
+                "像是多加（或多减）了一个常数，检查最后一步有没有加上别的东西")
+    return None
+
+
 def judge_tensor(value, name: str, truth: torch.Tensor, diagnoses, ctx, *, what: str,
                  shapes: tuple = (), nan_diagnoses: tuple = ()) -> None:
     """一个浮点张量答案：没填、类型、形状（shapes 里是 (诊断名, 形状, 提示)）、典型错误（diagnoses；
@@ -115,6 +126,9 @@ def judge_tensor(value, name: str, truth: torch.Tensor, diagnoses, ctx, *, what:
     rounding = rounding_hint(got, truth)
     if rounding is not None:
         raise HomeworkWrong(f"检查 {name} 的数值：{rounding}", "rounding")
+    offset = constant_offset(got, truth)
+    if offset is not None:
+        raise HomeworkWrong(f"检查 {name}：{offset}", "constant_offset")
     bad = ~torch.isclose(got, truth.to(got.dtype), **TOLERANCE)
     first = tuple(bad.nonzero()[0].tolist())
     raise HomeworkWrong(

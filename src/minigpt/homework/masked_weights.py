@@ -7,7 +7,7 @@ import math
 import torch
 
 from .errors import HomeworkWrong
-from .hints import Diagnosis, first_match, rounding_hint
+from .hints import Diagnosis, constant_offset, first_match, rounding_hint
 from .values import TOLERANCE, TOLERANCE_TEXT, close, count, passed, require, to_tensor, tril
 
 NEG_INF = float("-inf")
@@ -121,6 +121,28 @@ def _mistakes() -> tuple[Diagnosis, ...]:
         Diagnosis("unscaled", _needs_root(lambda c: masked_softmax(c.s * c.root, c.allowed)),
               "像是用了没有除以 √d_k 的分数（Q @ K.T）："
               "题目给的 scores 已经缩放过，直接用 scores"),
+        Diagnosis("sigmoid", lambda c: torch.sigmoid(c.s).masked_fill(c.future, 0.0),
+              "像是用了 sigmoid：每个数各自压到了 0 和 1 之间，每行加起来却不是 1。"
+              "用 torch.softmax(…, dim=-1)"),
+        Diagnosis("softmax_all", lambda c: torch.softmax(
+            c.s.masked_fill(c.future, NEG_INF).flatten(-2), dim=-1).view_as(c.s),
+              "像是对整个矩阵一起做了 softmax（所有格子加起来是 1）：每一行单独做，dim=-1"),
+        Diagnosis("softmax_twice", lambda c: masked_softmax(c.truth, c.allowed),
+              "像是做了两次 softmax：遮蔽后的分数只做一次 softmax"),
+        Diagnosis("softmax_twice_leaking", lambda c: torch.softmax(c.truth, dim=-1),
+              "像是对权重又做了一次 softmax：未来位置的 0 经过 e⁰ = 1 又分到了权重。遮蔽后的分数只做一次 softmax"),
+        Diagnosis("normalised_without_exp", lambda c: (lambda m: m / m.sum(dim=-1, keepdim=True))(
+            c.s.masked_fill(c.future, 0.0)),
+              "像是没有取 exp 就除以了行和：softmax 先取 exp（把每个数变成正数），再按行归一化。"
+              "用 torch.softmax(…, dim=-1)"),
+        Diagnosis("filled_zero_then_mask", lambda c: torch.softmax(c.s.masked_fill(c.future, 0.0), dim=-1) * c.allowed,
+              "被遮住的分数填了 0，softmax 之后又把未来位置乘了 0：被遮住的那部分权重丢了。"
+              "应当在 softmax 之前把未来位置的分数设为 -inf"),
+        Diagnosis("wrong_dim_filled_zero", lambda c: torch.softmax(c.s.masked_fill(c.future, 0.0), dim=-2),
+              "softmax 做在了 dim=0（每一列加起来是 1），被遮住的分数也填成了 0 而不是 -inf。"
+              "先填 float(\"-inf\")，再沿 dim=-1 做 softmax"),
+        Diagnosis("negated", lambda c: masked_softmax(-c.s, c.allowed),
+              "分数的符号像是反了（softmax(-scores)）：分数越大的位置，权重应当越大"),
         Diagnosis("scaled_twice", _needs_root(lambda c: masked_softmax(c.s / c.root, c.allowed)),
               "分数被缩小了两次：scores 已经除过 √d_k，你又除了一次"
               "（从 Q @ K.T 算起、除以 d_k 而不是 √d_k，也是这个结果）。"
@@ -218,6 +240,9 @@ def _finite_fill(w: torch.Tensor, c: _Data) -> HomeworkWrong | None:
 
 def _properties(w: torch.Tensor, c: _Data) -> HomeworkWrong:
     """没有认出的错误：按性质说哪里不对（未来位置、负数、行和），最后是数值不一致。"""
+    offset = constant_offset(w, c.truth)
+    if offset is not None:
+        return HomeworkWrong(f"检查 weights：{offset}", "constant_offset")
     leak = (w.abs() > TOLERANCE["atol"]) & c.future
     if leak.any():
         idx = leak.nonzero()[0].tolist()
@@ -231,6 +256,10 @@ def _properties(w: torch.Tensor, c: _Data) -> HomeworkWrong:
         return HomeworkWrong("检查权重是否非负：出现了负数。"
                              "softmax 的输出都在 0 和 1 之间", "negative")
     row_sums = w.sum(dim=-1)
+    scale = row_sums.flatten()[0].item()
+    if abs(scale - 1) > 1e-4 and close(w, c.truth * scale):
+        return HomeworkWrong(f"检查 weights：每一行加起来都是 {scale:.4g}，权重的比例却都对："
+                             "像是多乘（或除）了一个数。softmax 的输出每行加起来是 1", "scaled_weights")
     if not torch.allclose(row_sums, torch.ones_like(row_sums), atol=1e-4):
         return HomeworkWrong(
             "检查每一行是否加起来等于 1："
