@@ -109,9 +109,9 @@ def _dot_cases():
         lambda x: {"q": x["Q"][2]})
     add("Q = Q / √d_k 之后再取 q", lambda x: dot(x) / 2, "scaled",
         lambda x: {"q": x["q"] / 2, "Q": x["Q"] / 2})
-    add("加了 1", lambda x: dot(x) + 1, "values")
-    add("(q + k).sum()", lambda x: (x["q"] + x["k"]).sum(), "values")
-    add("只有 q.sum()", lambda x: x["q"].sum(), "values")
+    add("加了 1", lambda x: dot(x) + 1, "plus_one")
+    add("(q + k).sum()", lambda x: (x["q"] + x["k"]).sum(), "sum_of_sums")
+    add("只有 q.sum()", lambda x: x["q"].sum(), "only_q")
     add("除以 d_k（q @ k / 4）", lambda x: x["q"] @ x["k"] / 4, "mean")
     add("np.round 2 位", lambda x: np.round(float(dot(x)), 2), "rounding")
     add("torch.dot(q, q)", lambda x: torch.dot(x["q"], x["q"]), "q_with_itself")
@@ -176,13 +176,13 @@ def _matrix_cases():
     add("Q * K", lambda x: x["Q"] * x["K"], "shape_elementwise")
     add("多一维", lambda x: S(x)[None], "shape_extra_dim")
     add("只有两行", lambda x: S(x)[:2], "shape_other")
-    add("加了 1", lambda x: S(x) + 1, "cells")
+    add("加了 1", lambda x: S(x) + 1, "constant_offset")
     add("一格算错", lambda x: S(x).index_put((torch.tensor(1), torch.tensor(2)), torch.tensor(5.0)), "cells")
-    add("K 的行反了", lambda x: x["Q"] @ x["K"].flip(0).T, "cells")
+    add("K 的行反了", lambda x: x["Q"] @ x["K"].flip(0).T, "keys_reversed")
     add("einsum 写反 ij->ji", lambda x: torch.einsum("id,jd->ji", x["Q"], x["K"]), "transposed")
     add("K.T @ Q 的形状", lambda x: x["K"].T @ x["Q"], "shape_features")
     add("Q @ Q.T / √d_k", lambda x: x["Q"] @ x["Q"].T, "q_q")
-    add("负的转置", lambda x: -(x["K"] @ x["Q"].T), "cells")
+    add("负的转置", lambda x: -(x["K"] @ x["Q"].T), "transposed_sign")
     add("没填", lambda x: None, "not_filled")
     add("整数张量", lambda x: S(x).long(), "dtype")
     return c
@@ -298,7 +298,7 @@ def _weights_cases():
     add("半精度", lambda x: W(x).half(), "dtype")
     add("整数", lambda x: W(x).long(), "dtype")
     add("别的分数的权重", lambda x: _weights(torch.randn(3, 3, generator=torch.Generator().manual_seed(1))), "values")
-    add("乘了 0.5", lambda x: W(x) * 0.5, "row_sums")
+    add("乘了 0.5", lambda x: W(x) * 0.5, "scaled_weights")
     add("triu 遮蔽 -1e9", lambda x: _weights(s(x), -1e9, mask=_tril().T), "triu")
     add("dim=0，填 -1e9", lambda x: _weights(s(x), -1e9, dim=0), "wrong_dim")
     add("没缩放，填 -1e9", lambda x: _weights(x["Q"] @ x["K"].T, -1e9), "unscaled")
@@ -406,6 +406,8 @@ def _heads_cases():
         lambda x: torch.cat([_split(x["x"])[:, 0], _split(x["x"])[:, 1]], dim=-1), "pass")
     add("numpy", lambda x: _split(x["x"]).numpy(), lambda x: x["x"].numpy(), "pass")
     add("merged 直接用 x.clone()", right_h, lambda x: x["x"].clone(), "pass")
+    add("heads 交四层的嵌套列表", lambda x: _split(x["x"]).tolist(), lambda x: x["x"].tolist(), "pass")
+    add("heads 是 numpy 的 float64", lambda x: _split(x["x"]).double().numpy(), right_m, "pass")
     add("直接 view 成 [1, 2, 3, 4]", lambda x: x["x"].view(1, 2, 3, 4), right_m, "view_without_transpose")
     add("reshape 成 [1, 2, 3, 4]", lambda x: x["x"].reshape(1, 2, 3, 4), right_m, "view_without_transpose")
     add("头交错", lambda x: x["x"].view(1, 3, 4, 2).permute(0, 3, 1, 2), right_m, "interleaved")
@@ -451,6 +453,46 @@ def _mha_cases():
     add("拆头没 transpose", lambda x: _mha_ref(x, split="no_transpose"), "split_without_transpose")
     add("合并没 transpose", lambda x: _mha_ref(x, merge="no_transpose"), "merge_without_transpose")
     add("softmax dim=-2", lambda x: _mha_ref(x, dim=-2), "wrong_dim")
+    # 少见但正确
+    add("F.scaled_dot_product_attention 带布尔 attn_mask", lambda x: x["mha"].W_O(
+        F.scaled_dot_product_attention(*(x["mha"].split_heads(layer(x["x"])) for layer in (
+            x["mha"].W_Q, x["mha"].W_K, x["mha"].W_V)), attn_mask=causal_mask(3).bool()).transpose(1, 2).reshape(1, 3, 8)),
+        "pass")
+    add("填 -1e9", lambda x: _mha_ref(x, fill=-1e9), "pass")
+    add("mha(x, mask)[0] 的 batch 维还在", lambda x: x["mha"](x["x"], causal_mask(3)).double(), "pass")
+    add("W_O 按头切成两段再相加、偏置只加一次", lambda x: _mha_ref(x, w_o_per_head=True) - x["mha"].W_O.bias, "pass")
+    # 遮蔽的错误（作业 2（二）认得的那些）
+    add("先 softmax 再乘 mask", lambda x: _mha_ref(x, mask="after_softmax"), "softmax_then_mask")
+    add("填 0", lambda x: _mha_ref(x, mask="fill_zero"), "filled_zero")
+    add("分数乘 mask", lambda x: _mha_ref(x, mask="fill_zero"), "filled_zero")
+    add("0/1 的 mask 加到分数上", lambda x: _mha_ref(x, mask="added"), "mask_added")
+    add("0/1 浮点 mask 传给 F.scaled_dot_product_attention", lambda x: x["mha"].W_O(
+        F.scaled_dot_product_attention(*(x["mha"].split_heads(layer(x["x"])) for layer in (
+            x["mha"].W_Q, x["mha"].W_K, x["mha"].W_V)), attn_mask=causal_mask(3).float()).transpose(1, 2).reshape(1, 3, 8)),
+        "mask_added")
+    add("triu", lambda x: _mha_ref(x, mask="triu"), "triu")
+    add("tril(diagonal=1)", lambda x: _mha_ref(x, mask="diagonal_plus_one"), "diagonal_plus_one")
+    add("遮蔽反了 -1e9", lambda x: _mha_ref(x, mask="inverted", fill=-1e9), "inverted")
+    add("遮蔽反了 -inf（NaN）", lambda x: _mha_ref(x, mask="inverted"), "inverted")
+    add("对角线也遮住（NaN）", lambda x: _mha_ref(x, mask="diagonal_masked"), "diagonal_masked")
+    add("填 +inf（NaN）", lambda x: _mha_ref(x, fill=float("inf")), "filled_pos_inf")
+    # 投影与缩放
+    add("投影没加偏置", lambda x: _mha_ref(x, bias=False), "no_bias")
+    add("x @ W 没转置", lambda x: _mha_ref(x, transpose_w=False), "weight_not_transposed")
+    add("V 没有投影", lambda x: _mha_ref(x, project_v=False), "v_not_projected")
+    add("Q、K 用反", lambda x: _mha_ref(x, swap_qk=True), "q_k_swapped")
+    add("除以 d_k", lambda x: _mha_ref(x, scale="d_k_itself"), "scaled_by_d_k")
+    add("缩放了两次", lambda x: _mha_ref(x, scale="d_k_itself"), "scaled_by_d_k")
+    add("W_O 每个头用一次（偏置加了两次）", lambda x: _mha_ref(x, w_o_per_head=True), "w_o_per_head")
+    add("只用一个头", lambda x: _mha_ref(x, single_head=True), "single_head")
+    add("加了残差", lambda x: _mha_ref(x, residual=True), "residual_added")
+    add("softmax 沿头（dim=1，NaN）", lambda x: _mha_ref(x, dim=1), "softmax_over_heads")
+    add("softmax 沿头（dim=1，-1e9）", lambda x: _mha_ref(x, dim=1, fill=-1e9), "softmax_over_heads")
+    # 自己想的
+    add("Q、K、V 都用 W_Q", lambda x: _mha_ref(x, same_projection=True), "same_projection")
+    add("权重转置了再乘 V", lambda x: _mha_ref(x, weights_transposed=True), "weights_transposed")
+    add("没有 softmax（-inf → NaN）", lambda x: _mha_ref(x, softmax=False), "no_softmax")
+    add("没有 softmax（填 0）", lambda x: _mha_ref(x, softmax=False, mask="fill_zero"), "no_softmax")
     add("交了各头的输出", lambda x: torch.zeros(1, 2, 3, 4), "shape_heads")
     add("多了 batch 以外的一维", lambda x: _mha_ref(x)[None], "shape")
     add("别的 x 算的", lambda x: x["mha"](torch.zeros(1, 3, 8), causal_mask(3)), "values")
@@ -497,6 +539,22 @@ def _ln_cases():
     add("没有 ε", lambda x: _ln_ref(x, eps_where="none"), "no_eps")
     add("std + ε", lambda x: _ln_ref(x, eps_where="outside"), "eps_outside_sqrt")
     add("只减均值", lambda x: _ln_ref(x, divide=False), "not_divided")
+    add("β 减去了", lambda x: _ln_ref(x, affine="minus_beta"), "beta_subtracted")
+    add("没开平方", lambda x: _ln_ref(x, root=False), "no_sqrt")
+    add("RMSNorm（不减均值）", lambda x: _ln_ref(x, centre="rms"), "rms_norm")
+    add("分子没减均值", lambda x: _ln_ref(x, centre="none"), "not_centred")
+    add("block.ln_attn(h)", lambda x: x["block"].ln_attn(x["h"]).detach(), "block_ln_attn")
+    add("block.ln_ffn(h)", lambda x: x["block"].ln_ffn(x["h"]).detach(), "block_ln_ffn")
+    add("沿 dim=0 归一化", lambda x: _ln_ref(x, dims=(0,)), "wrong_axis_batch")
+    add("先加 β 再乘 γ", lambda x: _ln_ref(x, affine="gamma_after_beta"), "beta_inside_gamma")
+    add("torch.std（无偏）", lambda x: x["gamma"] * (x["h"] - x["h"].mean(-1, keepdim=True))
+        / torch.sqrt(x["h"].std(-1, keepdim=True) ** 2 + 1e-5) + x["beta"], "unbiased_variance")
+    add("(h - μ) / (σ + ε)", lambda x: _ln_ref(x, eps_where="outside"), "eps_outside_sqrt")
+    add("nn.LayerNorm(8) 默认参数", lambda x: torch.nn.LayerNorm(8)(x["h"]).detach(), "no_affine")
+    add("方差除以 n，均值沿 seq", lambda x: _ln_ref(x, dims=(1,)), "wrong_axis_seq")
+    add("rsqrt 写法", lambda x: x["gamma"] * (x["h"] - x["h"].mean(-1, keepdim=True))
+        * torch.rsqrt(x["h"].var(-1, keepdim=True, unbiased=False) + 1e-5) + x["beta"], "pass")
+    add("float64 算的", lambda x: _ln_ref(x).double(), "pass")
     add("只交了均值", lambda x: x["h"].mean(-1), "reduced")
     add("只交了方差（keepdim）", lambda x: x["h"].var(-1, keepdim=True), "keepdim")
     add("没填", lambda x: None, "not_filled")
@@ -529,6 +587,22 @@ def _block_cases():
     add("都少了残差", lambda x: _block_ref(x, residual_attn=False, residual_ffn=False), "no_residual")
     add("两个 LN 用反", lambda x: _block_ref(x, swap_norms=True), "norms_swapped")
     add("只有注意力子层", lambda x: _block_ref(x, ffn=False), "no_ffn")
+    add("没有第一个 LayerNorm", lambda x: _block_ref(x, norm_attn=False), "no_ln_attn")
+    add("没有最后的 LayerNorm", lambda x: _block_ref(x, norm_ffn=False), "no_ln_ffn")
+    add("两个 LayerNorm 都没有", lambda x: _block_ref(x, norm_attn=False, norm_ffn=False), "no_layer_norm")
+    add("ln_attn 用了两次", lambda x: _block_ref(x, ln_attn_twice=True), "ln_attn_twice")
+    add("FFN 作用在 x 上", lambda x: _block_ref(x, ffn_input="x"), "ffn_on_x")
+    add("FFN 的残差加回 x", lambda x: _block_ref(x, ffn_residual="x"), "ffn_residual_x")
+    add("FFN 从 x 算起、加回 x", lambda x: _block_ref(x, ffn_input="x", ffn_residual="x"), "ffn_on_x_residual_x")
+    add("子层顺序反了", lambda x: _block_ref(x, order="ffn_first"), "sublayers_swapped")
+    add("子层顺序反了、LN 留在原处", lambda x: _block_ref(x, order="ffn_first_norms_in_place"),
+        "sublayers_swapped_norms_kept")
+    add("用了作业 4 的 mha", lambda x: _block_ref(x, attn=x["mha"]), "used_mha")
+    add("Pre-LN（自己写的）", lambda x: (lambda x1: x1 + x["block"].ffn(x["block"].ln_ffn(x1)))(
+        x["x"] + x["block"].attn(x["block"].ln_attn(x["x"]), causal_mask(3))).detach(), "pre_ln")
+    add("x1 = LN(x + attn) 不用 no_grad", lambda x: (lambda x1: x["block"].ln_ffn(x1 + x["block"].ffn(x1)))(
+        x["block"].ln_attn(x["x"] + x["block"].attn(x["x"], causal_mask(3)))), "pass")
+    add("float64 的副本", lambda x: _block_ref(x).double(), "pass")
     add("少了一维", lambda x: _block_ref(x)[0], "shape")
     add("半精度", lambda x: _block_ref(x).half(), "dtype")
     add("没填", lambda x: None, "not_filled")
@@ -536,3 +610,97 @@ def _block_cases():
 
 
 CASES += _heads_cases() + _mha_cases() + _ln_cases() + _block_cases()
+
+
+# ---------------------------------------------------------------- 作业 1–3：本轮新想到的错误答案
+
+def _more_cases():
+    c = []
+
+    def one(key, name, label, make, expect):
+        c.append(Case(key, label, lambda x, m=make: {name: m(x)}, expect))
+
+    dot = lambda x: (x["q"] * x["k"]).sum()
+    S = lambda x: x["Q"] @ x["K"].T
+    fut = lambda: _tril() == 0
+    W = lambda x: _weights(x["scores"])
+    for label, make, expect in [
+            ("(q * k).max()", lambda x: (x["q"] * x["k"]).max(), "max_product"),
+            ("(q * k).prod()", lambda x: (x["q"] * x["k"]).prod(), "product_of_products"),
+            ("|q|·|k|", lambda x: x["q"].norm() * x["k"].norm(), "norm_product"),
+            ("乘积取绝对值", lambda x: (x["q"] * x["k"]).abs().sum(), "abs_products"),
+            ("点积的平方", lambda x: dot(x) ** 2, "squared"),
+            ("k 倒过来", lambda x: (x["q"] * x["k"].flip(0)).sum(), "k_reversed"),
+            ("只有第 0 维的乘积", lambda x: (x["q"] * x["k"])[0], "one_term"),
+            ("range(d_k - 1)", lambda x: (x["q"] * x["k"])[:-1].sum(), "missing_term"),
+            ("range(1, d_k)", lambda x: (x["q"] * x["k"])[1:].sum(), "missing_term"),
+            ("q.sum() + k.sum()", lambda x: x["q"].sum() + x["k"].sum(), "sum_of_sums"),
+            ("k.sum()", lambda x: x["k"].sum(), "only_k"),
+            ("(Q @ K.T).sum()", lambda x: S(x).sum(), "matrix_sum"),
+            ("(Q @ K.T).mean()", lambda x: S(x).mean(), "matrix_mean"),
+            ("乘了 d_k", lambda x: dot(x) * 4, "multiplied_by_d_k"),
+            ("乘了 √d_k", lambda x: dot(x) * 2, "multiplied_by_root"),
+            ("q.norm()", lambda x: x["q"].norm(), "length_of_q"),
+            ("(q - k).sum()", lambda x: (x["q"] - x["k"]).sum(), "difference_sum"),
+            ("√|点积|", lambda x: dot(x).abs().sqrt(), "square_root"),
+            ("注意力权重", lambda x: torch.softmax(S(x)[1] / 2, -1)[2], "attention_weight"),
+            ("减了 1", lambda x: dot(x) - 1, "minus_one")]:
+        one("1a", "score", label, make, expect)
+    for label, make, expect in [
+            ("乘了 √d_k", lambda x: S(x) * 2, "multiplied_by_root"),
+            ("K @ Q.T / √d_k", lambda x: S(x).T / 2, "transposed_scaled"),
+            ("取绝对值", lambda x: S(x).abs(), "abs"),
+            ("只算了 j ≥ i", lambda x: S(x).triu(), "upper_triangle_only"),
+            ("K 的行倒过来", lambda x: x["Q"] @ x["K"].flip(0).T, "keys_reversed"),
+            ("Q 的行倒过来", lambda x: x["Q"].flip(0) @ x["K"].T, "queries_reversed"),
+            ("减了平均值", lambda x: S(x) - S(x).mean(), "constant_offset"),
+            ("softmax(S / √d_k, dim=0)", lambda x: torch.softmax(S(x) / 2, 0), "attention_weights_columns"),
+            ("平方", lambda x: S(x) ** 2, "squared"),
+            ("sigmoid", lambda x: torch.sigmoid(S(x)), "sigmoid"),
+            ("exp", lambda x: torch.exp(S(x)), "exp"),
+            ("除以行和", lambda x: S(x) / S(x).sum(-1, keepdim=True), "row_normalised"),
+            ("遮蔽后的权重", lambda x: torch.softmax(S(x).masked_fill(fut(), NEG_INF) / 2, -1), "masked_weights"),
+            ("S.T 的下三角", lambda x: S(x).T.tril(), "cells")]:
+        one("1b", "S", label, make, expect)
+    for label, make, expect in [
+            ("左右反了", lambda x: _tril().flip(1), "flipped_left_right"),
+            ("上下反了", lambda x: _tril().flip(0), "flipped_up_down"),
+            ("ones - eye", lambda x: torch.ones(3, 3) - torch.eye(3), "all_but_diagonal"),
+            ("-tril", lambda x: -_tril(), "additive"),
+            ("只有最后一行", lambda x: torch.tensor([[0., 0, 0], [0, 0, 0], [1, 1, 1]]), "cells")]:
+        one("2a", "mask", label, make, expect)
+    for label, make, expect in [
+            ("sigmoid", lambda x: torch.sigmoid(x["scores"].masked_fill(fut(), NEG_INF)), "sigmoid"),
+            ("整个矩阵一起 softmax", lambda x: torch.softmax(
+                x["scores"].masked_fill(fut(), NEG_INF).flatten(), 0).view(3, 3), "softmax_all"),
+            ("两次 softmax", lambda x: _weights(W(x)), "softmax_twice"),
+            ("对权重再 softmax", lambda x: torch.softmax(W(x), -1), "softmax_twice_leaking"),
+            ("没取 exp 就除以行和", lambda x: (lambda m: m / m.sum(-1, keepdim=True))(
+                x["scores"].masked_fill(fut(), 0.0)), "normalised_without_exp"),
+            ("填 0、softmax、再乘 mask", lambda x: torch.softmax(x["scores"].masked_fill(fut(), 0.0), -1) * _tril(),
+             "filled_zero_then_mask"),
+            ("填 0 又沿 dim=0", lambda x: torch.softmax(x["scores"].masked_fill(fut(), 0.0), 0), "wrong_dim_filled_zero"),
+            ("乘了 2", lambda x: W(x) * 2, "scaled_weights"),
+            ("加了 0.1", lambda x: W(x) + 0.1, "constant_offset"),
+            ("softmax(-scores)", lambda x: _weights(-x["scores"]), "negated"),
+            ("除以 8 的分数", lambda x: _weights(x["Q"] @ x["K"].T / 8), "values")]:
+        one("2b", "weights", label, make, expect)
+
+    def ffn(label, w1, w2, total, expect):
+        c.append(Case("3", label, lambda x, a=(w1, w2, total): dict(zip(
+            ("w1_params", "w2_params", "total_params"), a)), expect))
+
+    ffn("权重算了两遍", 2 * H * FF + FF, R2, 2 * H * FF + FF + R2, "weights_twice")
+    ffn("以百万为单位", 1, R2, 1 + R2, "units")
+    ffn("以千为单位", R1 // 1000, R2, R1 // 1000 + R2, "units")
+    ffn("2 × (h + f)", 2 * (H + FF), R2, 2 * (H + FF) + R2, "added_dims")
+    ffn("总数又加了偏置", R1, R2, R1 + R2 + H + FF, "total_biases_twice")
+    ffn("总数以百万为单位", R1, R2, 2, "total_units")
+    ffn("总数只算了 W1", R1, R2, R1, "total_one_layer")
+    ffn("总数只算了 W2", R1, R2, R2, "total_one_layer")
+    ffn("(h - 1) × f", FF * (H - 1), R2, FF * (H - 1) + R2, "dimension_minus_one")
+    ffn("总数两层都按 hidden_size 算偏置", R1, R2, 2 * H * FF + 2 * H, "total_doubled")
+    return c
+
+
+CASES += _more_cases()

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from minigpt.grading import answers, report, sandbox
-from minigpt.grading.answers import MISSING, AnswerFileError, decode_answers, parse_json
+from minigpt import answer_format as answers
+from minigpt.grading import report, sandbox
+from minigpt.answer_format import MISSING, AnswerFileError, decode_answers, parse_json
 from minigpt.grading.results import ExerciseResult, SubmissionResult
 from minigpt.homework import EXERCISES
 

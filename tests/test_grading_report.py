@@ -25,9 +25,9 @@ import pytest
 
 from conftest import REPO
 from minigpt.grading import cli, report
-from minigpt.grading.answers import MISSING
+from minigpt.answer_format import MISSING, answers_from_output, decode_answer, parse_json, probe_source
 from minigpt.grading.judge import judge_exercise
-from minigpt.grading.notebook import code_cells
+from minigpt.grading.submission import code_cells
 from minigpt.grading.results import ExerciseResult, Problem, SubmissionResult, limits_record, short_name
 from minigpt.grading.sandbox import Limits
 from minigpt.homework import EXERCISES, exercise_inputs
@@ -58,20 +58,34 @@ def _notebook(answers: dict[str, str], extra_after: dict[str, str] | None = None
     return out
 
 
+def _snapshot(namespace: dict, names: list[str]) -> dict:
+    """探针此刻写出的答案（和 runner 在每个单元之后做的一样）。"""
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink):
+        exec(probe_source(names), namespace)
+    return parse_json(answers_from_output(sink.getvalue()))
+
+
 def _grade(cells) -> tuple[list[ExerciseResult], dict[int, Problem]]:
-    """在本进程里依次运行每个单元（出错照样往下），再像批改程序那样判每道小题。"""
+    """在本进程里依次运行每个单元（出错照样往下），每个单元之后记下答案的变化，再像批改程序那样判每道小题。"""
     namespace: dict = {}
     problems = {}
+    names = sorted({n for e in EXERCISES for n in e.answers})
+    history, last = [], {}
     for n, cell in enumerate(cells):
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 exec(compile(cell["source"], f"<cell {n + 1}>", "exec"), namespace)
         except Exception as err:  # noqa: BLE001  学生的单元抛什么都记下
             problems[n] = Problem(n + 1, "error", type(err).__name__, str(err).splitlines()[0][:160])
-    names = {n for e in EXERCISES for n in e.answers}
+        raw = _snapshot(namespace, names)
+        changed = {k: v for k, v in raw.items() if last.get(k, {"kind": "missing"}) != v}
+        last.update(changed)
+        if changed:
+            history.append((n, {k: decode_answer(v) for k, v in changed.items()}))
     answers = {n: namespace.get(n, MISSING) for n in names}
     inputs = exercise_inputs()
-    return [judge_exercise(e, answers, inputs, problems, cells) for e in EXERCISES], problems
+    return [judge_exercise(e, answers, inputs, problems, cells, history) for e in EXERCISES], problems
 
 
 def _by_key(results) -> dict[str, ExerciseResult]:
@@ -121,6 +135,33 @@ def test_the_final_value_counts_even_after_the_checker_complained():
     r = SubmissionResult("s.ipynb", True, exercises=results, cell_problems=[problems[n] for n in sorted(problems)])
     assert r.passed == len(EXERCISES)
     assert report.details(r) == [], "通过的题旁边不该有检查器当时的抱怨"
+
+
+@pytest.mark.parametrize("key,cell,changed,part", [
+    ("4b", "heads = 1 - x  # 重用了作业 4（一）的名字\n" + "{4b}", "4a", "heads"),
+    ("4b", "{4b}\nweights = torch.softmax(head_scores, dim=-1)  # 重用了作业 2（二）的名字", "2b", "weights"),
+    ("4b", "{4b}\nscores = 0  # 题目数据，不是答案\nmerged = attn_out", "4a", "merged"),
+    ("5b", "x.mul_(2)  # 原地改了 x：heads、merged 是它的 view\n{5b}", "4a", "heads、merged"),
+    ("5b", "ln_out = 0\n{5b}", "5a", "ln_out"),
+])
+def test_an_answer_a_later_part_changes_keeps_its_points_with_the_cell_named(key, cell, changed, part):
+    solutions = tool.solutions()
+    cells = _notebook({**solutions, key: cell.format(**solutions)})
+    got = _by_key(_grade(cells)[0])
+    where = next(n for n, c in enumerate(cells) if _starter(c) == key) + 1
+    assert got[changed].status == "passed", got[changed].message
+    assert f"{part} 在代码单元 {where} 里被改动了" in got[changed].message
+    r = SubmissionResult("s.ipynb", True, exercises=list(got.values()))
+    assert any(f"代码单元 {where}" in line for line in report.details(r))
+
+
+def test_an_answer_rebound_in_a_cell_of_its_own_part_is_graded_on_its_final_value():
+    """之后在一个不属于别的题的单元里又给答案赋了值：有意的，按最终值判；说明写出哪个单元改了它。"""
+    solutions = tool.solutions()
+    cells = _notebook(solutions, last="score = 0.5")
+    got = _by_key(_grade(cells)[0])
+    assert got["1a"].status == "wrong"
+    assert f"代码单元 {len(cells)} 又改了它" in got["1a"].message
 
 
 def test_an_empty_notebook_gets_one_detail_line_not_one_per_part_and_per_checker():

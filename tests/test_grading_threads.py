@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from minigpt.grading import answers, judge, sandbox
+from minigpt import answer_format as answers
+from minigpt.grading import judge, sandbox
 from minigpt.homework import EXERCISES, exercise_inputs
 
 CORRECT = Path(__file__).parent / "fixtures" / "submissions" / "correct.ipynb"

@@ -1,6 +1,8 @@
 """作业检查器：和由输入重新算出的正确答案比较；典型错误各有对应的提示，且提示里不出现正确的数值；
 任何奇怪的输入都只得到 HomeworkWrong / HomeworkNotFilled（中文说明），不会有别的异常从检查器里冒出来。"""
 
+import contextlib
+import io
 import math
 import re
 
@@ -466,3 +468,50 @@ def test_the_section_4_to_6_checkers_answer_any_input_with_a_chinese_message(bad
             call()
         except (HomeworkWrong, HomeworkNotFilled) as err:
             assert any("\u4e00" <= ch <= "\u9fff" for ch in str(err)), f"提示不是中文：{err}"
+
+
+# ---------------------------------------------------------------- 一个判定，跨单元：后面的单元改坏了前面通过的答案
+
+SETUP = ("import torch\nfrom minigpt.homework import *\nfrom minigpt.attention import causal_mask\n"
+         "data = exercise_inputs()\nx, num_heads, mha, block = data['x'], 2, data['mha'], data['block']\n"
+         "h, gamma, beta, eps = data['h'], data['gamma'], data['beta'], data['eps']")
+SPLIT = ("heads = x.view(1, 3, 2, 4).transpose(1, 2)\nmerged = heads.transpose(1, 2).contiguous().view(1, 3, 8)\n"
+         "check_split_merge(heads, merged, x, num_heads)")
+
+
+def _cells(*sources):
+    """像笔记本那样在同一个命名空间里依次运行几个单元；返回最后一个单元打印的或抛出的消息。"""
+    namespace: dict = {}
+    for source in sources[:-1]:
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(source, namespace)
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(sources[-1], namespace)
+    except (HomeworkWrong, HomeworkNotFilled) as err:
+        return str(err)
+    return out.getvalue()
+
+
+def test_a_later_checker_says_at_once_which_passed_part_its_cell_changed():
+    said = _cells(SETUP, SPLIT, "heads = mha.split_heads(mha.W_Q(x))  # 重用了名字\n"
+                                "attn_out = mha(x, causal_mask(3))\ncheck_mha_output(attn_out, x, mha)")
+    assert said.startswith("✔ 作业 4 通过")
+    assert "注意：作业 4（一） 已经通过的答案 heads、merged 后来被改动了" in said
+
+
+def test_an_in_place_change_through_a_view_is_named_even_when_the_later_answer_is_wrong():
+    said = _cells(SETUP, SPLIT, "x += block.attn(x, causal_mask(3))\nblock_out = x\n"
+                                "check_block_output(block_out, x, block)")
+    assert said.startswith("注意：作业 4（一） 已经通过的答案 heads、merged 后来被改动了")
+    assert "你改动了题目给的 x" in said and "检查 block_out" in said
+
+
+def test_a_part_rebound_in_its_own_cell_and_unchanged_parts_bring_no_note():
+    assert "注意" not in _cells(SETUP, SPLIT, SPLIT, "attn_out = mha(x, causal_mask(3))\n"
+                                                   "check_mha_output(attn_out, x, mha)")
+    said = _cells(SETUP, "ln_out = torch.nn.functional.layer_norm(h, (8,), gamma, beta, eps)\n"
+                         "check_layer_norm(ln_out, h, gamma, beta, eps)",
+                  "ln_out = 0\nblock_out = None\ncheck_block_output(block_out, x, block)")
+    assert said.startswith("注意：作业 5（一） 已经通过的答案 ln_out 后来被改动了") and "还没有填写" in said

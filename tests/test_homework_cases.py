@@ -16,7 +16,7 @@ import pytest
 
 import minigpt.homework as homework
 from homework_cases import CASES
-from minigpt.grading import answers as probe
+from minigpt import answer_format as probe
 from minigpt.grading.judge import judge_exercise
 from minigpt.homework import EXERCISES, HomeworkNotFilled, HomeworkWrong, exercise_inputs
 

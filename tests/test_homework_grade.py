@@ -264,6 +264,32 @@ def test_a_correct_answer_deleted_later_is_missing_not_an_earlier_cells_error(gr
     assert lines[0].startswith("  1(二) 出错：代码单元") and lines[1].startswith("  3 没有这个变量：")
 
 
+def test_an_answer_changed_in_place_by_a_later_part_keeps_its_points_and_the_cell_is_named(graded):
+    """作业 5（二）里 x += …：作业 4（一）的 heads、merged 是 x 的 view，运行结束时已经变了。
+    4（一）在它自己的单元之后是对的，改它的是 5（二）的单元：仍得分，说明写出是哪个单元。"""
+    proc, _, by_name, *_ = graded
+    sub = by_name["changed_in_place.ipynb"]
+    assert _statuses(sub) == dict.fromkeys(KEYS, "passed") and sub["points"] == TOTAL
+    cell = _code_cell_of("changed_in_place.ipynb", "5b")
+    assert f"heads、merged 在代码单元 {cell} 里被改动了" in sub["exercises"]["4a"]["message"]
+    assert sub["exercises"]["4a"]["cell"] == cell
+    assert any(f"代码单元 {cell} 里被改动了" in line for line in _details(proc.stdout, "changed_in_place.ipynb"))
+
+
+def test_a_name_reused_by_a_later_part_keeps_the_points_and_a_deliberate_rebind_counts(graded):
+    """作业 4（二）把各头的结果叫 heads、作业 5（二）重用 ln_out：4（一）、5（一）仍得分，说明写出单元；
+    最后一个单元又给 weights 赋了值（这道题自己的答案，不属于别的题）：按最终值判，说明也写出单元。"""
+    _, _, by_name, *_ = graded
+    sub = by_name["changed_by_name.ipynb"]
+    assert _statuses(sub) == {**dict.fromkeys(KEYS, "passed"), "2b": "wrong"}
+    got = sub["exercises"]
+    assert f"heads 在代码单元 {_code_cell_of('changed_by_name.ipynb', '4b')} 里被改动了" in got["4a"]["message"]
+    assert f"ln_out 在代码单元 {_code_cell_of('changed_by_name.ipynb', '5b')} 里被改动了" in got["5a"]["message"]
+    nb = nbformat.read(SUBMISSIONS / "changed_by_name.ipynb", as_version=4)
+    last = len([c for c in nb.cells if c.cell_type == "code"])
+    assert f"代码单元 {last} 又改了它" in got["2b"]["message"]
+
+
 def test_an_empty_notebook_gets_one_detail_line(graded):
     proc, *_ = graded
     assert _details(proc.stdout, "placeholders.ipynb") == ["  未作答：全部小题"]

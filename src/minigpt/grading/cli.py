@@ -10,7 +10,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from . import report, sandbox
-from .notebook import read_submission
+from .submission import read_submission
 from .results import limits_record, student_id
 
 # 上限在报告里的名字 → 命令行选项、单位

@@ -10,12 +10,13 @@ import shutil
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..homework import EXERCISES, HomeworkNotFilled, HomeworkWrong, exercise_inputs
 from . import sandbox
-from .answers import MISSING, AnswerFileError, decode_answers, parse_json
-from .notebook import code_cells, read_submission
+from ..answer_format import MISSING, AnswerFileError, decode_answer, decode_answers, parse_json
+from .submission import code_cells, read_submission
 from .results import CHECKER_ERRORS, ExerciseResult, Problem, SubmissionResult, limits_record
 
 ANSWER_NAMES = sorted({n for e in EXERCISES for n in e.answers})
@@ -78,7 +79,7 @@ def _failure(problems: dict[int, Problem], own: set[int], anchor: int | None) ->
 
 
 def _verdict(exercise, answers: dict, inputs: dict) -> ExerciseResult:
-    """只看运行结束时答案变量的值：没有这个变量、还没填、答错还是通过。"""
+    """只看答案变量此刻的值：没有这个变量、还没填、答错还是通过。"""
     mine = {n: answers[n] for n in exercise.answers}
     gone = [n for n, v in mine.items() if v is MISSING]
     if gone:
@@ -101,13 +102,78 @@ def _verdict(exercise, answers: dict, inputs: dict) -> ExerciseResult:
     return ExerciseResult(exercise.key, exercise.title, "passed", message)
 
 
+# ---------------------------------------------------------------- 各单元之后的答案（一个判定，跨单元）
+
+MAX_STATES = 64   # 一道题的答案最多回看这么多次变化
+
+
+def _states(exercise, history) -> list[tuple[int, dict]]:
+    """这道题的答案每次变化之后的样子：[(改动它的单元，从 0 数, {变量名: 值})]。"""
+    current = {n: MISSING for n in exercise.answers}
+    out = []
+    for cell, changed in history:
+        touched = {n: v for n, v in changed.items() if n in current}
+        if touched:
+            current = {**current, **touched}
+            out.append((cell, current))
+    return out[-MAX_STATES:]
+
+
+def _earlier_pass(exercise, history, inputs: dict):
+    """答案现在不对、以前对过：(对的那一刻之后的单元, 改动它的单元, 改了哪些变量, 通过时的消息)，
+    单元都从 0 数；没有对过（或没有各单元的记录）时返回 None。"""
+    states = _states(exercise, history)
+    for i in range(len(states) - 2, -1, -1):
+        cell, values = states[i]
+        verdict = _verdict(exercise, values, inputs)
+        if verdict.status == "passed":
+            changed_in, after = states[i + 1]
+            names = [n for n in exercise.answers if after[n] is not values[n]]
+            return cell, changed_in, names, verdict.message
+    return None
+
+
+def _on_purpose(cells: list[dict], exercise, n: int, gone: bool) -> bool:
+    """第 n 个单元改这道题的答案是不是有意的：删掉了它（del），或者这个单元就是这道题的
+    （它的初始代码、调用它的检查器，或者给它的答案变量赋值、又不属于别的题）。
+    别的题的单元（重用了 heads、scores 这样的名字，或者原地改了它 view 的张量）改了它，不是有意的。"""
+    if gone:
+        return True
+    source = cells[n]["source"] if 0 <= n < len(cells) else ""
+    if n == _anchor(cells, exercise) or f"{exercise.checker}(" in source:
+        return True
+    others = [e for e in EXERCISES if e.key != exercise.key]
+    if any(n == _anchor(cells, e) or f"{e.checker}(" in source for e in others):
+        return False
+    return bool(_assignment(exercise).search(source))
+
+
 def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Problem],
-                   cells: list[dict]) -> ExerciseResult:
-    """一道小题的结果。答案的最终值对了就是通过；否则，这道题自己的单元出了问题（异常、超时、崩溃、
-    没有运行）就是“出错”或“超时”，写明第几个单元；再否则是值本身的结论（没有这个变量、未作答、答错）。"""
+                   cells: list[dict], history=()) -> ExerciseResult:
+    """一道小题的结果。答案的最终值对了就是通过。
+
+    否则，答案以前对过、后来被别的题的单元改了（history：各单元之后答案的变化）：仍是通过，
+    说明写明哪个单元改了哪个变量；这道题自己的单元有意改了它，就照最终值判，说明里也写明是哪个单元。
+    再否则，这道题自己的单元出了问题（异常、超时、崩溃、没有运行）就是“出错”或“超时”，写明第几个单元；
+    最后是值本身的结论（没有这个变量、未作答、答错）。"""
     verdict = _verdict(exercise, answers, inputs)
     if verdict.status == "passed":
         return verdict
+    earlier = _earlier_pass(exercise, history, inputs)
+    if earlier is not None:
+        passed_after, changed_in, names, message = earlier
+        listed = "、".join(names)
+        gone = any(answers[n] is MISSING for n in names)
+        if not _on_purpose(cells, exercise, changed_in, gone):
+            note = (f"注意：{listed} 在代码单元 {changed_in + 1} 里被改动了（重新赋值，或者原地修改了它、它所 view 的张量）。"
+                    f"那个单元不是这道题的，所以批改按代码单元 {passed_after + 1} 运行完时的值给分。")
+            return ExerciseResult(exercise.key, exercise.title, "passed", f"{message}。{note}",
+                                  None, changed_in + 1)
+        if gone:
+            note = f"{listed} 在代码单元 {passed_after + 1} 运行完时是对的，代码单元 {changed_in + 1} 删除了它。"
+        else:
+            note = f"{listed} 在代码单元 {passed_after + 1} 运行完时是对的，代码单元 {changed_in + 1} 又改了它。"
+        verdict = replace(verdict, message=f"{verdict.message}（{note}）")
     p = _failure(problems, own_cells(cells, exercise), _anchor(cells, exercise))
     if p is None:
         return verdict
@@ -118,11 +184,24 @@ def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Pr
                           p.exception, p.cell)
 
 
-def _all_error(result: SubmissionResult, message: str, ename: str) -> SubmissionResult:
-    result.problem = message
-    result.exercises = [ExerciseResult(e.key, e.title, "error", message, ename)
-                        for e in EXERCISES]
-    return result
+# ---------------------------------------------------------------- 一份提交
+
+class Ungradable(Exception):
+    """整份提交没法逐题判：每道小题都记“出错”，说明写 message（异常名 ename）。"""
+
+    def __init__(self, message: str, ename: str, note: str | None = None):
+        super().__init__(message)
+        self.message, self.ename, self.note = message, ename, note
+
+
+@dataclass
+class RunnerReport:
+    """runner 交回、核对过的结果。"""
+
+    problems: dict[int, Problem]
+    answers: dict
+    history: list           # [(单元，从 0 数, {变了的答案变量: 值})]
+    leftover: int
 
 
 def _problems_of(raw, n_cells: int) -> dict[int, Problem]:
@@ -144,75 +223,112 @@ def _problems_of(raw, n_cells: int) -> dict[int, Problem]:
     return out
 
 
-class KernelFailed(Exception):
-    """内核在学生的代码运行之前就起不来：是批改程序的问题。"""
+def _history_of(raw, n_cells: int) -> list:
+    """runner 记下的各单元之后答案的变化；格式哪里不对就当作没有记录（只按最终值判，和以前一样）。"""
+    if not isinstance(raw, list) or len(raw) > n_cells:
+        return []
+    out, last = [], 0
+    try:
+        for item in raw:
+            cell, changed = item["cell"], item["answers"]
+            if type(cell) is not int or not last < cell <= n_cells or not isinstance(changed, dict) \
+                    or not set(changed) <= set(ANSWER_NAMES):
+                return []
+            out.append((cell - 1, {n: decode_answer(v) for n, v in changed.items()}))
+            last = cell
+    except (AnswerFileError, KeyError, TypeError):
+        return []
+    return out
+
+
+def _read(path: Path, result: SubmissionResult) -> list[dict]:
+    """读提交，返回它的代码单元；读不了时抛 Ungradable。"""
+    nb, digest, bad = read_submission(path)
+    result.sha256 = digest
+    if bad:
+        ename, message = bad
+        raise Ungradable(message, ename)
+    return code_cells(nb)
+
+
+def _run(cells: list[dict], limits: sandbox.Limits, sandboxed: bool) -> sandbox.RunOutcome:
+    """在沙箱里运行这些代码单元。"""
+    request = json.dumps({"sources": [c["source"] for c in cells],
+                          "names": ANSWER_NAMES}).encode("utf-8")
+    base = Path(tempfile.mkdtemp(prefix="minigpt-grade-"))
+    try:
+        return sandbox.run(request, limits, sandboxed, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _runner_report(outcome: sandbox.RunOutcome, limits: sandbox.Limits, n_cells: int) -> RunnerReport:
+    """核对 runner 交回的结果；运行没有正常结束、结果不合格时抛 Ungradable。"""
+    if outcome.returncode is None:
+        raise Ungradable(f"沙箱运行超过 {limits.wall_clock():g} 秒，已从外面结束", "WallClockTimeout")
+    if outcome.returncode != 0:
+        last = (outcome.stderr.strip().splitlines() or [""])[-1][:200]
+        raise Ungradable("批改程序在沙箱里没有正常结束（退出码 "
+                         f"{outcome.returncode}），可能被笔记本里的代码结束了"
+                         + (f"；它最后说：{last}" if last else ""), "RunnerDied")
+    try:
+        if outcome.too_big:
+            raise AnswerFileError(f"沙箱交回的结果超过 {sandbox.MAX_RESULT_BYTES} 字节，已结束沙箱")
+        lines = outcome.stdout.strip().splitlines()
+        raw = parse_json(lines[-1] if lines else b"")
+        if not isinstance(raw, dict):
+            raise AnswerFileError("结果文件的格式不对")
+        if raw.get("kernel_failed"):
+            raise Ungradable(str(raw["kernel_failed"])[:300], "KernelStartError", "kernel_failed")
+        if raw.get("runner_error"):
+            raise Ungradable("运行笔记本时出了意外（内核发来的消息不合规？）："
+                             f"{str(raw['runner_error'])[:200]}", "RunnerError")
+        problems = _problems_of(raw.get("problems"), n_cells)
+        if raw.get("answers_problem"):
+            raise AnswerFileError(str(raw["answers_problem"])[:200])
+        answers = (decode_answers(raw["answers"], ANSWER_NAMES) if raw.get("answers") is not None
+                   else {n: MISSING for n in ANSWER_NAMES})
+        leftover = raw.get("leftover", 0)
+        if type(leftover) is not int or leftover < 0:
+            raise AnswerFileError("结果文件的格式不对")
+    except AnswerFileError as err:
+        raise Ungradable(f"答案文件不合格：{err}", "AnswerFileError") from None
+    return RunnerReport(problems, answers, _history_of(raw.get("snapshots"), n_cells), leftover)
+
+
+def _judge_all(result: SubmissionResult, report: RunnerReport, cells: list[dict]) -> None:
+    """逐题判分，填进 result。"""
+    if report.leftover:
+        result.notes.append(f"运行结束时笔记本还留着 {report.leftover} 个进程，已随沙箱全部结束")
+    with JUDGE_LOCK:
+        inputs = exercise_inputs()
+        result.exercises = [judge_exercise(e, report.answers, inputs, report.problems, cells,
+                                           report.history)
+                            for e in EXERCISES]
+    result.graded = True
+    result.cell_problems = [report.problems[n] for n in sorted(report.problems)]
 
 
 def grade_submission(path: Path, limits: sandbox.Limits | None = None, *,
                      sandboxed: bool = True) -> SubmissionResult:
-    """批改一份提交。文件不存在、不是笔记本、答案文件不合格等情况也返回一行结果，不抛异常。
+    """批改一份提交：读它、在沙箱里运行、逐题判分。文件不存在、不是笔记本、答案文件不合格等情况
+    也返回一行结果，不抛异常。
 
     内核在学生代码运行之前就起不来时，这一行是“出错”，并在 result.notes 里记下 "kernel_failed"。
     """
     limits = limits or sandbox.Limits()
     result = SubmissionResult(str(path), graded=False, sandboxed=sandboxed, started=time.time())
     try:
-        nb, digest, bad = read_submission(path)
-        result.sha256 = digest
-        if bad:
-            ename, message = bad
-            return _all_error(result, message, ename)
-        cells = code_cells(nb)
-        request = json.dumps({"sources": [c["source"] for c in cells],
-                              "names": ANSWER_NAMES}).encode("utf-8")
-        base = Path(tempfile.mkdtemp(prefix="minigpt-grade-"))
+        cells = _read(path, result)
         result.limits = limits_record(limits, sandboxed)   # 从这里起，结果取决于上限
-        try:
-            outcome = sandbox.run(request, limits, sandboxed, base)
-            if outcome.returncode is None:
-                return _all_error(result, f"沙箱运行超过 {limits.wall_clock():g} 秒，已从外面结束",
-                                  "WallClockTimeout")
-            if outcome.returncode != 0:
-                last = (outcome.stderr.strip().splitlines() or [""])[-1][:200]
-                return _all_error(result, "批改程序在沙箱里没有正常结束（退出码 "
-                                          f"{outcome.returncode}），可能被笔记本里的代码结束了"
-                                          + (f"；它最后说：{last}" if last else ""),
-                                  "RunnerDied")
-            try:
-                if outcome.too_big:
-                    raise AnswerFileError("沙箱交回的结果超过 "
-                                          f"{sandbox.MAX_RESULT_BYTES} 字节，已结束沙箱")
-                lines = outcome.stdout.strip().splitlines()
-                raw = parse_json(lines[-1] if lines else b"")
-                if not isinstance(raw, dict):
-                    raise AnswerFileError("结果文件的格式不对")
-                if raw.get("kernel_failed"):
-                    result.notes.append("kernel_failed")
-                    return _all_error(result, str(raw["kernel_failed"])[:300], "KernelStartError")
-                if raw.get("runner_error"):
-                    return _all_error(result, "运行笔记本时出了意外（内核发来的消息不合规？）："
-                                              f"{str(raw['runner_error'])[:200]}", "RunnerError")
-                problems = _problems_of(raw.get("problems"), len(cells))
-                if raw.get("answers_problem"):
-                    raise AnswerFileError(str(raw["answers_problem"])[:200])
-                answers = (decode_answers(raw["answers"], ANSWER_NAMES)
-                           if raw.get("answers") is not None
-                           else {n: MISSING for n in ANSWER_NAMES})
-                leftover = raw.get("leftover", 0)
-                if type(leftover) is not int or leftover < 0:
-                    raise AnswerFileError("结果文件的格式不对")
-            except AnswerFileError as err:
-                return _all_error(result, f"答案文件不合格：{err}", "AnswerFileError")
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
-        if leftover:
-            result.notes.append(f"运行结束时笔记本还留着 {leftover} 个进程，已随沙箱全部结束")
-        with JUDGE_LOCK:
-            inputs = exercise_inputs()
-            result.exercises = [judge_exercise(e, answers, inputs, problems, cells)
-                                for e in EXERCISES]
-        result.graded = True
-        result.cell_problems = [problems[n] for n in sorted(problems)]
-        return result
+        report = _runner_report(_run(cells, limits, sandboxed), limits, len(cells))
+        _judge_all(result, report, cells)
+    except Ungradable as err:
+        if err.note:
+            result.notes.append(err.note)
+        result.problem = err.message
+        result.exercises = [ExerciseResult(e.key, e.title, "error", err.message, err.ename)
+                            for e in EXERCISES]
     finally:
         result.finished = time.time()
+    return result

@@ -87,7 +87,7 @@ def format_table(results: list[SubmissionResult], timeout: float,
     lines.append("".join("-" * (w - 2) + "  " for w in widths).rstrip())
     for row in rows:
         lines.append("".join(_pad(c, w) for c, w in zip(row, widths)).rstrip())
-    lines += ["", "详情（通过的题不列出）："]
+    lines += ["", "详情（通过的题不列出，除非它的答案被别的题的单元改过）："]
     for r in results:
         notes = details(r)
         if notes:
@@ -105,7 +105,8 @@ def details(r: SubmissionResult) -> list[str]:
         notes.append(f"  无法批改：{r.problem}")
     else:
         for e in r.exercises:
-            if e.status not in ("passed", "not_attempted"):
+            if e.status not in ("passed", "not_attempted") or e.status == "passed" and e.cell:
+                # 通过却带着单元号：答案后来被别的题的单元改了，按改之前的值给的分
                 notes.append(f"  {short_name(e.key)} {STATUS_TEXT[e.status]}：{e.message}")
         blank = [short_name(e.key) for e in r.exercises if e.status == "not_attempted"]
         if blank:

@@ -6,7 +6,8 @@
   一个单元出错，照样运行后面的单元；单元超时或内核崩溃，就换新内核，跳过它重跑前面的单元，再接着往下。
 - 先在自己的进程上设好资源上限（内存、进程数、文件大小、CPU 时间），内核和学生启动的一切都继承它们；
   以 root 身份启动时（教师以 root 运行批改），先把身份换成一个普通的用户号。
-- 运行结束，探针把答案变量写成 JSON（answers.py）；本程序结束内核和学生留下的所有进程，
+- 每个学生单元之后，一个小探针记下答案变量有没有变（``Snapshots``）；
+- 运行结束，探针把答案变量写成 JSON（minigpt/answer_format.py）；本程序结束内核和学生留下的所有进程，
   再把“哪个单元出了什么问题”和答案原样写到标准输出（一行 JSON）。
   批改程序在沙箱外读它（有大小上限）、核对它，自己判分。沙箱外没有一处是沙箱里能写的。
 
@@ -27,9 +28,14 @@ import sys
 import time
 from pathlib import Path
 
+from ..answer_format import AnswerFileError, answers_from_output, parse_json, probe_source
+
 MAX_RESTARTS = 3  # 一份笔记本最多换几次内核（超时、崩溃），之后剩下的单元不再运行
 WARM_UP = "import torch, minigpt.homework, minigpt.data, minigpt.attention"
 PROBE_TIMEOUT = 60
+STEP_PROBE_TIMEOUT = 10      # 每个学生单元之后的小探针（记下答案变量有没有变）最多这么多秒
+STEP_PROBE_BUDGET = 30       # 小探针合计最多这么多秒，之后不再探（不影响最后的探针和判分）
+MAX_SNAPSHOT_BYTES = 400_000  # 各单元之后答案变化的记录合计最多这么多字节
 STARTUP_TIMEOUT = 120
 
 # 上限被碰到时，学生代码里会出现的异常：(异常类型, 说明里的字样) → 哪个上限
@@ -165,132 +171,87 @@ class FileWatch:
         self.hit = False
 
 
-async def run_cells(sources: list[str], workdir: Path, names: list[str],
-                    timeout: float, notebook_timeout: float, limits: dict,
-                    watch: FileWatch | None = None):
-    """运行学生的代码单元，返回 (问题列表, 探针单元的输出文字；探针没有运行完时为 None)。"""
-    import nbformat
-    from jupyter_client.manager import AsyncKernelManager
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+class _Attempt:
+    """一次运行（一个内核）的结局：broke 是让内核换掉的那个单元的问题（超时、崩溃、文件太多）。"""
 
-    from .answers import probe_source
+    def __init__(self):
+        self.broke: dict | None = None
+        self.out_of_time = False
+        self.stopped_at = 0       # 最后开始运行（或因时限没有运行）的学生单元
 
-    n_code = len(sources)
-    problems: dict[int, dict] = {}
-    skip: set[int] = set()
-    restarts = 0
-    spent = 0.0                  # 学生单元一共运行了多少秒（--notebook-timeout 计的是它）
-    while True:
-        cells = [nbformat.v4.new_code_cell(WARM_UP)]
-        cells += [nbformat.v4.new_code_cell(s) for s in sources]
-        cells.append(nbformat.v4.new_code_cell(probe_source(names)))
-        nb = nbformat.v4.new_notebook(cells=cells)
+
+class NotebookRun:
+    """运行学生的代码单元：一个单元出错照样往下；超时、崩溃就换内核，跳过它重跑其余单元。
+
+    每个学生单元运行之后，一个小探针记下答案变量有没有变（``snapshots``）：批改程序据此说出
+    “哪个单元改了哪道题的答案”，也据此让已经对了的题不因别的题的单元而丢分（judge.py）。
+    """
+
+    def __init__(self, sources: list[str], workdir: Path, names: list[str], timeout: float,
+                 notebook_timeout: float, limits: dict, watch: FileWatch | None = None):
+        self.sources, self.workdir, self.names = sources, workdir, names
+        self.timeout, self.notebook_timeout, self.limits, self.watch = (
+            timeout, notebook_timeout, limits, watch)
+        self.problems: dict[int, dict] = {}
+        self.skip: set[int] = set()
+        self.restarts = 0
+        self.spent = 0.0                  # 学生单元一共运行了多少秒（--notebook-timeout 计的是它）
+        self.snapshots = Snapshots()
+
+    # ------------------------------------------------------------ 整体
+
+    async def run(self):
+        """返回 (问题列表, 探针单元的输出文字；探针没有运行完时为 None)。"""
+        while True:
+            finished, probed = await self._one_kernel()
+            if finished:
+                return list(self.problems.values()), probed
+            if self.watch is not None and self.watch.hit:
+                self.watch.clean(self.workdir)
+            self.restarts += 1
+            if self.restarts > MAX_RESTARTS:
+                self._not_run(None, f"内核已换过 {MAX_RESTARTS} 次，没有再运行这个单元")
+                return list(self.problems.values()), None
+
+    async def _one_kernel(self) -> tuple[bool, str | None]:
+        """在一个新内核里从头运行（跳过 skip 里的单元）；(是否结束, 探针的输出)。"""
+        from jupyter_client.manager import AsyncKernelManager
+        from nbclient import NotebookClient
+
+        cells = self._cells()
+        self.snapshots.restart()   # 新内核从头运行：答案的变化从头记
         km = AsyncKernelManager(kernel_name="python3", kernel_spec_manager=_kernel_specs())
         client = NotebookClient(
-            nb, km=km, timeout=timeout, allow_errors=True, startup_timeout=STARTUP_TIMEOUT,
-            interrupt_on_timeout=False, shutdown_kernel="immediate",
+            nbformat_notebook(cells), km=km, timeout=self.timeout, allow_errors=True,
+            startup_timeout=STARTUP_TIMEOUT, interrupt_on_timeout=False, shutdown_kernel="immediate",
             record_timing=False, kernel_name="python3")
         client.reset_execution_trackers()
-        broke, started, out_of_time = None, False, False
+        attempt, started = _Attempt(), False
         try:
             quiet = {"stdout": open(os.devnull, "w"), "stderr": open(os.devnull, "w")}
-            async with client.async_setup_kernel(cwd=str(workdir), **quiet):
+            async with client.async_setup_kernel(cwd=str(self.workdir), **quiet):
                 started = True
-                # 先把 torch 和本包导入好（不计入学生单元的时限）
-                client.timeout = max(STARTUP_TIMEOUT, math.ceil(timeout))
-                try:
-                    await client.async_execute_cell(cells[0], 0, store_history=False)
-                except (CellTimeoutError, DeadKernelError) as err:
-                    raise KernelStartError(f"内核里导入 torch 和 minigpt 失败：{type(err).__name__}")
-                if _error_of(cells[0]):
-                    ename, evalue = _error_of(cells[0])
-                    raise KernelStartError(f"内核里导入 torch 和 minigpt 失败：{ename}: {evalue}")
-                for n in range(n_code):
-                    if n in skip:
-                        continue
-                    left = notebook_timeout - spent
-                    if left <= 0:   # 时限恰好用完在上一个单元结束时
-                        out_of_time = True
-                        problems[n] = _problem(
-                            n + 1, "limit", "NotebookTimeout",
-                            f"{LIMIT_TEXT['notebook_timeout']}（--notebook-timeout "
-                            f"{notebook_timeout:g} 秒），从这个单元起不再运行")
-                        break
-                    client.timeout = max(1, math.ceil(min(timeout, left)))  # nbclient 只收整数秒
-                    began = time.monotonic()
-                    try:
-                        await client.async_execute_cell(cells[n + 1], n + 1)
-                    except CellTimeoutError:
-                        if left < timeout:   # 是整份笔记本的时限到了
-                            spent += time.monotonic() - began
-                            out_of_time = True
-                            problems[n] = _problem(
-                                n + 1, "limit", "NotebookTimeout",
-                                f"{LIMIT_TEXT['notebook_timeout']}（--notebook-timeout "
-                                f"{notebook_timeout:g} 秒），从这个单元起不再运行")
-                            skip.add(n)
-                            await km.interrupt_kernel()
-                            break
-                        broke = _problem(n + 1, "timeout", "CellTimeoutError",
-                                         f"运行超过 {timeout:g} 秒，已结束内核")
-                    except DeadKernelError:
-                        if watch is not None and watch.hit:
-                            broke = _problem(n + 1, "limit", "TooManyFiles",
-                                             f"{LIMIT_TEXT['files']}（{limits['files']}），"
-                                             "已结束内核、清空 /tmp")
-                        else:
-                            broke = _problem(n + 1, "crash", "DeadKernelError",
-                                             "内核退出了（崩溃、被结束，或超出 CPU 时间上限）")
-                    spent += time.monotonic() - began
-                    if broke:
-                        problems[n] = broke
-                        skip.add(n)
-                        break
-                    err = _error_of(cells[n + 1])
-                    if err and n not in problems:
-                        first = (err[1].strip().splitlines() or [""])[0][:160]
-                        limit = which_limit(*err)
-                        if limit:
-                            problems[n] = _problem(n + 1, "limit", err[0],
-                                                   f"{LIMIT_TEXT[limit]}（{limits[limit]}）"
-                                                   + (f"：{first}" if first else ""))
-                        else:
-                            problems[n] = _problem(n + 1, "error", err[0], first)
-                if broke is None:
-                    if out_of_time:
-                        for m in range(n_code):
-                            if m not in skip and m not in problems and m >= n:
-                                problems[m] = _problem(m + 1, "not_run", "NotebookTimeout",
-                                                       "整份笔记本的时限已到，没有运行这个单元")
-                    client.timeout = PROBE_TIMEOUT
-                    try:
-                        await client.async_execute_cell(cells[-1], len(cells) - 1)
-                    except (CellTimeoutError, DeadKernelError):
-                        return list(problems.values()), None
-                    text = "".join(o.get("text", "") for o in cells[-1].get("outputs", [])
-                                   if o.get("output_type") == "stream")
-                    return list(problems.values()), text
+                await self._warm_up(client, cells[0])
+                await self._student_cells(client, km, cells, attempt)
+                if attempt.broke is not None:
+                    return False, None
+                return True, await self._final_probe(client, cells, attempt)
         except KernelStartError as err:
-            if restarts == 0:
+            if self.restarts == 0:
                 raise
             # 换内核失败：学生的代码已经运行过（比如写满了 /tmp），算这份提交的问题
-            for n in range(n_code):
-                if n not in skip and n not in problems:
-                    problems[n] = _problem(n + 1, "not_run", None, f"换内核失败，没有运行：{err}")
-            return list(problems.values()), None
+            self._not_run(None, f"换内核失败，没有运行：{err}")
+            return True, None
         except Exception as err:  # 内核起不来，或者关内核时出错
             if not started:
-                if restarts == 0:
+                if self.restarts == 0:
                     raise KernelStartError(
                         f"无法启动 Python 内核：{type(err).__name__}: {err}") from None
-                for n in range(n_code):
-                    if n not in skip and n not in problems:
-                        problems[n] = _problem(n + 1, "not_run", type(err).__name__,
-                                               "换内核失败，没有运行这个单元")
-                return list(problems.values()), None
-            if broke is None:
+                self._not_run(type(err).__name__, "换内核失败，没有运行这个单元")
+                return True, None
+            if attempt.broke is None:
                 raise
+            return False, None
         finally:
             # km 是我们传进去的，nbclient 不替我们关内核：超时、崩溃、正常结束都在这里关掉它
             if km.has_kernel:
@@ -298,15 +259,204 @@ async def run_cells(sources: list[str], workdir: Path, names: list[str],
                     await km.shutdown_kernel(now=True)
                 except Exception:
                     pass
-        if watch is not None and watch.hit:
-            watch.clean(workdir)
-        restarts += 1
-        if restarts > MAX_RESTARTS:
-            for n in range(n_code):
-                if n not in skip and n not in problems:
-                    problems[n] = _problem(n + 1, "not_run", None,
-                                           f"内核已换过 {MAX_RESTARTS} 次，没有再运行这个单元")
-            return list(problems.values()), None
+
+    def _cells(self) -> list:
+        import nbformat
+
+        cells = [nbformat.v4.new_code_cell(WARM_UP)]
+        cells += [nbformat.v4.new_code_cell(s) for s in self.sources]
+        cells.append(nbformat.v4.new_code_cell(probe_source(self.names)))
+        return cells
+
+    def _not_run(self, exception: str | None, message: str) -> None:
+        for n in range(len(self.sources)):
+            if n not in self.skip and n not in self.problems:
+                self.problems[n] = _problem(n + 1, "not_run", exception, message)
+
+    # ------------------------------------------------------------ 各个步骤
+
+    async def _warm_up(self, client, cell) -> None:
+        """先把 torch 和本包导入好（不计入学生单元的时限）。"""
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        client.timeout = max(STARTUP_TIMEOUT, math.ceil(self.timeout))
+        try:
+            await client.async_execute_cell(cell, 0, store_history=False)
+        except (CellTimeoutError, DeadKernelError) as err:
+            raise KernelStartError(f"内核里导入 torch 和 minigpt 失败：{type(err).__name__}")
+        if _error_of(cell):
+            ename, evalue = _error_of(cell)
+            raise KernelStartError(f"内核里导入 torch 和 minigpt 失败：{ename}: {evalue}")
+
+    async def _student_cells(self, client, km, cells, attempt: _Attempt) -> None:
+        for n in range(len(self.sources)):
+            if n in self.skip:
+                continue
+            left = self.notebook_timeout - self.spent
+            attempt.stopped_at = n
+            if left <= 0:   # 时限恰好用完在上一个单元结束时
+                attempt.out_of_time = True
+                self.problems[n] = self._out_of_time(n)
+                break
+            if not await self._student_cell(client, km, cells, n, left, attempt):
+                break
+            await self._step_probe(client, km, n, attempt)
+            if attempt.broke is not None:
+                break
+        if attempt.broke is None and attempt.out_of_time:
+            for m in range(attempt.stopped_at, len(self.sources)):
+                if m not in self.skip and m not in self.problems:
+                    self.problems[m] = _problem(m + 1, "not_run", "NotebookTimeout",
+                                                "整份笔记本的时限已到，没有运行这个单元")
+
+    def _out_of_time(self, n: int) -> dict:
+        return _problem(n + 1, "limit", "NotebookTimeout",
+                        f"{LIMIT_TEXT['notebook_timeout']}（--notebook-timeout "
+                        f"{self.notebook_timeout:g} 秒），从这个单元起不再运行")
+
+    async def _student_cell(self, client, km, cells, n: int, left: float, attempt: _Attempt) -> bool:
+        """运行第 n 个学生单元，记下它的问题；返回还要不要接着往下运行。"""
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        client.timeout = max(1, math.ceil(min(self.timeout, left)))  # nbclient 只收整数秒
+        began = time.monotonic()
+        try:
+            await client.async_execute_cell(cells[n + 1], n + 1)
+        except CellTimeoutError:
+            self.spent += time.monotonic() - began
+            if left < self.timeout:   # 是整份笔记本的时限到了
+                attempt.out_of_time = True
+                self.problems[n] = self._out_of_time(n)
+                self.skip.add(n)
+                await km.interrupt_kernel()
+                return False
+            attempt.broke = _problem(n + 1, "timeout", "CellTimeoutError",
+                                     f"运行超过 {self.timeout:g} 秒，已结束内核")
+        except DeadKernelError:
+            self.spent += time.monotonic() - began
+            attempt.broke = self._dead_kernel(n)
+        else:
+            self.spent += time.monotonic() - began
+        if attempt.broke:
+            self.problems[n] = attempt.broke
+            self.skip.add(n)
+            return False
+        err = _error_of(cells[n + 1])
+        if err and n not in self.problems:
+            self.problems[n] = self._error_problem(n, *err)
+        return True
+
+    def _dead_kernel(self, n: int) -> dict:
+        if self.watch is not None and self.watch.hit:
+            return _problem(n + 1, "limit", "TooManyFiles",
+                            f"{LIMIT_TEXT['files']}（{self.limits['files']}），已结束内核、清空 /tmp")
+        return _problem(n + 1, "crash", "DeadKernelError",
+                        "内核退出了（崩溃、被结束，或超出 CPU 时间上限）")
+
+    def _error_problem(self, n: int, ename: str, evalue: str) -> dict:
+        first = (evalue.strip().splitlines() or [""])[0][:160]
+        limit = which_limit(ename, evalue)
+        if limit:
+            return _problem(n + 1, "limit", ename, f"{LIMIT_TEXT[limit]}（{self.limits[limit]}）"
+                                                   + (f"：{first}" if first else ""))
+        return _problem(n + 1, "error", ename, first)
+
+    async def _step_probe(self, client, km, n: int, attempt: _Attempt) -> None:
+        """第 n 个学生单元之后的小探针：记下哪些答案变量变了。探针超时就不再探（内核打断后照常往下）。"""
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        import nbformat
+
+        left = STEP_PROBE_BUDGET - self.snapshots.seconds
+        if not self.snapshots.open or left <= 0:
+            return
+        cell = nbformat.v4.new_code_cell(probe_source(self.names))
+        client.timeout = max(1, math.ceil(min(STEP_PROBE_TIMEOUT, left)))
+        began = time.monotonic()
+        try:
+            await client.async_execute_cell(cell, len(self.sources) + 1, store_history=False)
+        except CellTimeoutError:
+            self.snapshots.close()
+            await km.interrupt_kernel()
+            return
+        except DeadKernelError:   # 学生的对象在探针里弄死了内核：算这个单元崩溃
+            attempt.broke = self._dead_kernel(n)
+            self.problems[n] = attempt.broke
+            self.skip.add(n)
+            return
+        finally:
+            self.snapshots.seconds += time.monotonic() - began
+        self.snapshots.add(n + 1, _stream_text(cell))
+
+    async def _final_probe(self, client, cells, attempt: _Attempt) -> str | None:
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        client.timeout = PROBE_TIMEOUT
+        try:
+            await client.async_execute_cell(cells[-1], len(cells) - 1)
+        except (CellTimeoutError, DeadKernelError):
+            return None
+        return _stream_text(cells[-1])
+
+
+def nbformat_notebook(cells):
+    import nbformat
+
+    return nbformat.v4.new_notebook(cells=cells)
+
+
+def _stream_text(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", [])
+                   if o.get("output_type") == "stream")
+
+
+class Snapshots:
+    """每个单元之后答案变量的变化：[{"cell": 第几个学生单元（从 1 数）, "answers": {变量名: 探针写的值}}]，
+    只记变了的变量；合计超过 MAX_SNAPSHOT_BYTES 就不再记（truncated）。"""
+
+    def __init__(self):
+        self.items: list[dict] = []
+        self.last: dict[str, str] = {}
+        self.used = 0
+        self.seconds = 0.0        # 小探针一共用了多少秒（不计入学生单元的时限，另有 STEP_PROBE_BUDGET）
+        self.open = True
+        self.truncated = False
+
+    def close(self) -> None:
+        self.open = False
+
+    def restart(self) -> None:
+        self.items, self.last, self.used = [], {}, 0
+
+    def add(self, cell: int, text: str) -> None:
+        try:
+            raw = parse_json(answers_from_output(text))
+        except AnswerFileError:
+            return
+        if not isinstance(raw, dict):
+            return
+        changed = {}
+        for name, item in raw.items():
+            dumped = json.dumps(item, sort_keys=True, ensure_ascii=False)
+            if self.last.get(name, '{"kind": "missing"}') != dumped:
+                changed[name] = item
+                self.last[name] = dumped
+                self.used += len(dumped)
+        if self.used > MAX_SNAPSHOT_BYTES:
+            self.truncated = True
+            self.open = False
+            return
+        if changed:
+            self.items.append({"cell": cell, "answers": changed})
+
+
+async def run_cells(sources: list[str], workdir: Path, names: list[str],
+                    timeout: float, notebook_timeout: float, limits: dict,
+                    watch: FileWatch | None = None):
+    """运行学生的代码单元：(问题列表, 探针单元的输出文字或 None, 每个单元之后答案的变化)。"""
+    run = NotebookRun(sources, workdir, names, timeout, notebook_timeout, limits, watch)
+    problems, probed = await run.run()
+    return problems, probed, run.snapshots
 
 
 def end_leftovers() -> int:
@@ -346,8 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     sources, names = request["sources"], request["names"]
 
-    from .answers import AnswerFileError, answers_from_output, parse_json  # 先导入，再降权限
-    import nbclient  # noqa: F401
+    import nbclient  # 先导入，再降权限  # noqa: F401
     import nbformat  # noqa: F401
 
     in_sandbox = (args.sandboxed_pidns is not None
@@ -362,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     result = {"version": 1, "kernel_failed": None, "runner_error": None,
               "problems": [], "answers": None,
-              "answers_problem": None, "leftover": 0}
+              "answers_problem": None, "leftover": 0, "snapshots": [], "snapshots_truncated": False}
     limits["files"] = f"{MAX_FILES} 个"
 
     async def cells_watched():
@@ -378,8 +527,9 @@ def main(argv: list[str] | None = None) -> int:
             task.cancel()
 
     try:
-        problems, probed = asyncio.run(cells_watched())
+        problems, probed, snapshots = asyncio.run(cells_watched())
         result["problems"] = problems
+        result["snapshots"], result["snapshots_truncated"] = snapshots.items, snapshots.truncated
         if probed is not None:
             try:
                 result["answers"] = parse_json(answers_from_output(probed))

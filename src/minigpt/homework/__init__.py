@@ -17,32 +17,26 @@
 模块：
 
 - ``errors``：两个异常；``values``：把答案整理成张量或整数、容差；
-- ``hints``：诊断表的一行（``Looks``）与“像是舍入了”的提示；
-- ``data``：题目给的数据（``exercise_inputs``）；``exercise``：题目的描述，以及笔记本里的检查器
-  （它和批改程序判的是同一件事：同一个判题函数、同一份重新生成的题目数据）；
-- ``dot_score``、``score_matrix``（作业 1）、``causal_mask``、``masked_weights``（作业 2）、
-  ``ffn_params``（作业 3）、``heads``、``mha_forward``（作业 4）、``layer_norm``、``block``（作业 5）：
+- ``hints``：诊断表的一行（``Diagnosis``）、按表找诊断、“像是舍入了”的提示；
+- ``given_data``：题目给的数据（``exercise_inputs``）；``exercise``：一道小题的描述（``Exercise``）；
+- ``checker``：笔记本里的检查器（它和批改程序判的是同一件事：同一个判题函数、同一份重新生成的题目数据）；
+- ``dot_score``、``score_matrix``（作业 1）、``mask_matrix``、``masked_weights``（作业 2）、
+  ``ffn_params``（作业 3）、``split_merge``、``mha_forward``（作业 4）、``layer_norm``、``block``（作业 5）：
   一道小题一个模块（作业 1–3 是原章的三道题，作业 4、5 是本书补充的）；
-- ``exercises``：批改用的题目清单 ``EXERCISES`` 和笔记本里调用的 ``check_xxx``。
+- ``exercises``：题目清单 ``EXERCISES``（一道小题一行）和由它做成的 ``check_xxx``。
 
 批改作业用 ``python -m minigpt.grade``（见 minigpt/grading/）；它用 ``EXERCISES`` 和
 ``exercise_inputs()``：题目数据由包重新生成，只从学生的笔记本里取答案变量。
 ``Exercise.run`` 返回通过时的那一行消息。
 """
 
-from .data import exercise_inputs
 from .errors import HomeworkNotFilled, HomeworkWrong
 from .exercise import Exercise
-from .data import block_exercise_data
-from .exercises import (
-    EXERCISES, check_block_output, check_causal_mask, check_dot_score, check_ffn_params,
-    check_layer_norm, check_masked_weights, check_mha_output, check_score_matrix, check_split_merge,
-)
+from .exercises import CHECKERS, EXERCISES
+from .given_data import block_exercise_data, exercise_inputs
 from .values import TOLERANCE, TOLERANCE_TEXT
 
-__all__ = [
-    "EXERCISES", "Exercise", "HomeworkNotFilled", "HomeworkWrong", "TOLERANCE", "TOLERANCE_TEXT",
-    "block_exercise_data", "check_block_output", "check_causal_mask", "check_dot_score",
-    "check_ffn_params", "check_layer_norm", "check_masked_weights", "check_mha_output",
-    "check_score_matrix", "check_split_merge", "exercise_inputs",
-]
+globals().update(CHECKERS)   # check_dot_score、check_score_matrix ……：每道小题一个
+
+__all__ = ["EXERCISES", "Exercise", "HomeworkNotFilled", "HomeworkWrong", "TOLERANCE", "TOLERANCE_TEXT",
+           "block_exercise_data", "exercise_inputs", *CHECKERS]

@@ -4,55 +4,99 @@ from __future__ import annotations
 
 import torch
 
-from .hints import Looks, given_input, given_module, judge_tensor
+from .hints import Diagnosis, given_input, given_module, judge_tensor
 from .errors import HomeworkWrong
 from .values import passed
 
 
 def block_by_steps(x: torch.Tensor, block, *, causal: bool = True, order: str = "post",
                    residual_attn: bool = True, residual_ffn: bool = True,
-                   ffn: bool = True, swap_norms: bool = False) -> torch.Tensor:
+                   ffn: bool = True, swap_norms: bool = False, norm_attn: bool = True,
+                   norm_ffn: bool = True, ln_attn_twice: bool = False, ffn_input: str = "x1",
+                   ffn_residual: str = "x1", attn=None) -> torch.Tensor:
     """第 6 节的 Post-LN Block：x1 = LN1(x + Attn(x))，out = LN2(x1 + FFN(x1))；
-    各个参数可以换成一种典型的错误做法（诊断表用它）。"""
+    各个参数可以换成一种典型的错误做法（诊断表用它）。attn 换掉注意力子层（例如作业 4 的 mha）。"""
     n = x.shape[-2]
     mask = torch.ones(n, n, dtype=torch.bool).tril() if causal else None
     ln1, ln2 = (block.ln_ffn, block.ln_attn) if swap_norms else (block.ln_attn, block.ln_ffn)
+    if ln_attn_twice:
+        ln2 = block.ln_attn
+    attn = attn or block.attn
+    keep = lambda t: t      # noqa: E731  少了哪个 LayerNorm，就用它代替
+    ln1, ln2 = (ln1 if norm_attn else keep), (ln2 if norm_ffn else keep)
     with torch.no_grad():
         if order == "pre":
-            x1 = x + block.attn(ln1(x), mask)
+            x1 = x + attn(ln1(x), mask)
             return x1 + block.ffn(ln2(x1))
         if order == "residual_after_norm":
-            x1 = x + ln1(block.attn(x, mask))
+            x1 = x + ln1(attn(x, mask))
             return x1 + ln2(block.ffn(x1))
-        a = block.attn(x, mask)
+        if order == "ffn_first":            # 两个子层的顺序反了（各自的 LayerNorm 跟着子层走）
+            x1 = ln2(x + block.ffn(x))
+            return ln1(x1 + attn(x1, mask))
+        if order == "ffn_first_norms_in_place":   # 顺序反了，LayerNorm 还在原来的位置
+            x1 = ln1(x + block.ffn(x))
+            return ln2(x1 + attn(x1, mask))
+        a = attn(x, mask)
         x1 = ln1(x + a if residual_attn else a)
         if not ffn:
             return x1
-        f = block.ffn(x1)
-        return ln2(x1 + f if residual_ffn else f)
+        f = block.ffn({"x1": x1, "x": x}[ffn_input])
+        base = {"x1": x1, "x": x}[ffn_residual]
+        return ln2(base + f if residual_ffn else f)
 
 
 def _b(**kw):
     return lambda c: block_by_steps(c.x, c.block, **kw)
 
 
-LOOKS = (
-    Looks("no_mask", _b(causal=False),
-          "像是没有把因果遮蔽传给注意力：block.attn(x, mask)，mask 是 3×3 的下三角"),
-    Looks("pre_ln", _b(order="pre"),
-          "这像是 Pre-LN 的排法（先 LayerNorm、再进子层、再加回输入）：这一题要 Post-LN，"
-          "先把子层的输出加回输入，再对和做 LayerNorm"),
-    Looks("residual_after_norm", _b(order="residual_after_norm"),
-          "残差像是加在了 LayerNorm 之后（x + LN(子层(x))）：Post-LN 是 LN(x + 子层(x))，先加再归一化"),
-    Looks("no_residual_attn", _b(residual_attn=False),
-          "注意力子层像是少了残差：LayerNorm 的输入应当是 x + 注意力的输出"),
-    Looks("no_residual_ffn", _b(residual_ffn=False),
-          "FFN 子层像是少了残差：第二个 LayerNorm 的输入应当是 x1 + FFN(x1)"),
-    Looks("no_residual", _b(residual_attn=False, residual_ffn=False),
-          "两个子层都少了残差：每个子层的输出都要先加回它的输入，再做 LayerNorm"),
-    Looks("norms_swapped", _b(swap_norms=True),
-          "两个 LayerNorm 像是用反了：注意力之后用 block.ln_attn，FFN 之后用 block.ln_ffn"),
-    Looks("no_ffn", _b(ffn=False), "像是只做了注意力这一个子层：还要过 FFN 子层（加回、再 LayerNorm）"),
+def _with_mha(c):
+    """用了作业 4 的 mha 而不是 block.attn。"""
+    from .given_data import block_exercise_data
+
+    mha = block_exercise_data()["mha"]
+    if mha.d_model != c.x.shape[-1]:
+        return None
+    return block_by_steps(c.x, c.block, attn=mha)
+
+
+DIAGNOSES = (
+    Diagnosis("no_mask", _b(causal=False),
+              "像是没有把因果遮蔽传给注意力：block.attn(x, mask)，mask 是 3×3 的下三角"),
+    Diagnosis("pre_ln", _b(order="pre"),
+              "这像是 Pre-LN 的排法（先 LayerNorm、再进子层、再加回输入）：这一题要 Post-LN，"
+              "先把子层的输出加回输入，再对和做 LayerNorm"),
+    Diagnosis("residual_after_norm", _b(order="residual_after_norm"),
+              "残差像是加在了 LayerNorm 之后（x + LN(子层(x))）：Post-LN 是 LN(x + 子层(x))，先加再归一化"),
+    Diagnosis("no_residual_attn", _b(residual_attn=False),
+              "注意力子层像是少了残差：LayerNorm 的输入应当是 x + 注意力的输出"),
+    Diagnosis("no_residual_ffn", _b(residual_ffn=False),
+              "FFN 子层像是少了残差：第二个 LayerNorm 的输入应当是 x1 + FFN(x1)"),
+    Diagnosis("no_residual", _b(residual_attn=False, residual_ffn=False),
+              "两个子层都少了残差：每个子层的输出都要先加回它的输入，再做 LayerNorm"),
+    Diagnosis("norms_swapped", _b(swap_norms=True),
+              "两个 LayerNorm 像是用反了：注意力之后用 block.ln_attn，FFN 之后用 block.ln_ffn"),
+    Diagnosis("no_ffn", _b(ffn=False), "像是只做了注意力这一个子层：还要过 FFN 子层（加回、再 LayerNorm）"),
+    Diagnosis("no_ln_attn", _b(norm_attn=False),
+              "像是少了第一个 LayerNorm：注意力子层的输出加回 x 以后，要先过 block.ln_attn，再进 FFN 子层"),
+    Diagnosis("no_ln_ffn", _b(norm_ffn=False),
+              "像是少了最后一个 LayerNorm：FFN 子层的输出加回 x1 以后，还要过 block.ln_ffn"),
+    Diagnosis("no_layer_norm", _b(norm_attn=False, norm_ffn=False),
+              "像是两个 LayerNorm 都没有做：Post-LN 的每个子层都是“加回输入，再 LayerNorm”"),
+    Diagnosis("ln_attn_twice", _b(ln_attn_twice=True),
+              "两个子层像是都用了 block.ln_attn：FFN 子层之后用的是 block.ln_ffn（它的 γ、β 不一样）"),
+    Diagnosis("ffn_on_x", _b(ffn_input="x"),
+              "FFN 像是作用在了 x 上：它的输入应当是第一个子层的输出 x1 = block.ln_attn(x + 注意力输出)"),
+    Diagnosis("ffn_residual_x", _b(ffn_residual="x"),
+              "FFN 子层的残差像是加回了 x：它的残差是它自己的输入 x1，block.ln_ffn(x1 + block.ffn(x1))"),
+    Diagnosis("ffn_on_x_residual_x", _b(ffn_input="x", ffn_residual="x"),
+              "FFN 子层像是从 x 算起（block.ffn(x)，再加回 x）：它的输入和残差都应当是第一个子层的输出 x1"),
+    Diagnosis("sublayers_swapped", _b(order="ffn_first"),
+              "两个子层的顺序像是反了：先注意力（block.attn、block.ln_attn），再 FFN（block.ffn、block.ln_ffn）"),
+    Diagnosis("sublayers_swapped_norms_kept", _b(order="ffn_first_norms_in_place"),
+              "两个子层的顺序像是反了：先注意力（block.attn、block.ln_attn），再 FFN（block.ffn、block.ln_ffn）"),
+    Diagnosis("used_mha", _with_mha,
+              "注意力子层像是用了作业 4 的 mha：这一题要用 Block 自己的零件 block.attn"),
 )
 
 
@@ -71,5 +115,5 @@ def judge_block_output(block_out, x, block) -> str:
         raise HomeworkWrong("题目给的 block 和 x 的宽度对不上：请重新运行上面给出数据的单元", "given")
     c = _Data(x, block)
     truth = block_by_steps(c.x, block).double()
-    judge_tensor(block_out, "block_out", truth, LOOKS, c, what=f"形状 {tuple(truth.shape)} 的浮点张量")
+    judge_tensor(block_out, "block_out", truth, DIAGNOSES, c, what=f"形状 {tuple(truth.shape)} 的浮点张量")
     return passed(5, f"block_out 的形状是 {tuple(truth.shape)}，和带因果遮蔽的 block(x, mask) 一致")

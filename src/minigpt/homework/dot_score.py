@@ -7,7 +7,7 @@ import math
 import torch
 
 from .errors import HomeworkWrong
-from .hints import Looks, first_look, rounding_hint
+from .hints import Diagnosis, first_match, rounding_hint
 from .values import TOLERANCE_TEXT, close, float_tensor, passed, require
 
 
@@ -22,25 +22,83 @@ def _shape_hint(s: torch.Tensor, q: torch.Tensor) -> tuple[str, str]:
                            "可以用 .sum() 或 .item() 得到它")
 
 
-def _looks(d_k: int) -> tuple[Looks, ...]:
+def _diagnoses(d_k: int) -> tuple[Diagnosis, ...]:
     root = math.sqrt(d_k)
     return (
-        Looks("cosine", lambda c: c.truth / (c.q.norm() * c.k.norm()),
+        Diagnosis("cosine", lambda c: c.truth / (c.q.norm() * c.k.norm()),
               "这是余弦相似度（点积再除以两个向量的长度）：这里只要点积本身，不除以长度"),
-        Looks("scaled", lambda c: c.truth / root,
+        Diagnosis("scaled", lambda c: c.truth / root,
               f"你已经除以了 √d_k = {root:g}：这里只要原始点积，缩放是下一步"),
-        Looks("mean", lambda c: c.truth / d_k,
+        Diagnosis("mean", lambda c: c.truth / d_k,
               f"这像是求了平均（.mean()），或者除以了 d_k = {d_k}："
               "点积是乘积的和，不除以任何数"),
-        Looks("sign", lambda c: -c.truth,
+        Diagnosis("sign", lambda c: -c.truth,
               "符号反了：点积是对应位置的乘积直接相加，检查是不是多了一个负号"
               "或者做成了相减"),
-        Looks("sum_then_multiply", lambda c: c.q.sum() * c.k.sum(),
+        Diagnosis("sum_then_multiply", lambda c: c.q.sum() * c.k.sum(),
               "这是先各自求和再相乘：点积要先逐元素相乘，再求和"),
-        Looks("q_with_itself", lambda c: (c.q * c.q).sum(), "这是 q 和自己的点积；应该是 q 和 k"),
-        Looks("k_with_itself", lambda c: (c.k * c.k).sum(), "这是 k 和自己的点积；应该是 q 和 k"),
-        Looks("distance", lambda c: (c.q - c.k).pow(2).sum(), "这是 q 与 k 的距离的平方，不是点积"),
+        Diagnosis("q_with_itself", lambda c: (c.q * c.q).sum(), "这是 q 和自己的点积；应该是 q 和 k"),
+        Diagnosis("k_with_itself", lambda c: (c.k * c.k).sum(), "这是 k 和自己的点积；应该是 q 和 k"),
+        Diagnosis("distance", lambda c: (c.q - c.k).pow(2).sum(), "这是 q 与 k 的距离的平方，不是点积"),
+        Diagnosis("max_product", lambda c: (c.q * c.k).max(),
+                  "这是逐元素乘积里最大的那一个（.max()）：点积要把所有乘积加起来（.sum()）"),
+        Diagnosis("product_of_products", lambda c: (c.q * c.k).prod(),
+                  "这是把乘积再连乘了起来（.prod()）：点积是乘积的和（.sum()）"),
+        Diagnosis("norm_product", lambda c: c.q.norm() * c.k.norm(),
+                  "这是两个向量长度的乘积 |q|·|k|：点积还要乘上夹角的余弦，直接算对应位置的乘积之和"),
+        Diagnosis("abs_products", lambda c: (c.q * c.k).abs().sum(),
+                  "像是把每个乘积都取了绝对值：负的乘积要照样加进去（等于减掉）"),
+        Diagnosis("squared", lambda c: c.truth ** 2, "这是点积的平方：点积本身就是答案，不要再平方"),
+        Diagnosis("square_root", lambda c: c.truth.abs().sqrt(), "像是对点积开了平方根：点积本身就是答案"),
+        Diagnosis("k_reversed", lambda c: (c.q * c.k.flip(0)).sum(),
+                  "像是把 k 倒过来用了（下标写成了 k[d_k - 1 - i]）：q 的第 i 维乘 k 的第 i 维"),
+        Diagnosis("sum_of_sums", lambda c: c.q.sum() + c.k.sum(),
+                  "这是 q、k 各自的元素和相加（或者 (q + k).sum()）：点积是对应位置相乘，再求和"),
+        Diagnosis("difference_sum", lambda c: (c.q - c.k).sum(), "这是 q − k 的元素和：点积是对应位置相乘，再求和"),
+        Diagnosis("only_q", lambda c: c.q.sum(), "这只是 q 的元素和，k 没有参与：点积是 q、k 对应位置相乘，再求和"),
+        Diagnosis("only_k", lambda c: c.k.sum(), "这只是 k 的元素和，q 没有参与：点积是 q、k 对应位置相乘，再求和"),
+        Diagnosis("length_of_q", lambda c: c.q.norm(), "这是 q 的长度 |q|：点积是 q、k 对应位置相乘，再求和"),
+        Diagnosis("multiplied_by_d_k", lambda c: c.truth * d_k,
+                  f"像是乘了 d_k = {d_k}：点积不乘也不除任何数"),
+        Diagnosis("multiplied_by_root", lambda c: c.truth * root,
+                  f"像是乘了 √d_k = {root:g}：缩放是除以 √d_k，而且这一问只要原始点积"),
+        Diagnosis("plus_one", lambda c: c.truth + 1,
+                  "和点积正好差 1：像是求和的初值写成了 1，或者多加了 1"),
+        Diagnosis("minus_one", lambda c: c.truth - 1, "和点积正好差 1：检查是不是多减了 1"),
     )
+
+
+def _term_hint(s: torch.Tensor, c) -> tuple[str, str] | None:
+    """score 只是其中一项乘积、或者少加了一项时：(诊断名, 提示)。"""
+    terms = c.q * c.k
+    for i in range(terms.shape[0]):
+        if close(s, terms[i]) and not close(terms[i], c.truth):
+            return "one_term", (f"这只是第 {i} 维的乘积 q[{i}]·k[{i}]：点积要把所有 {terms.shape[0]} 个乘积加起来")
+        rest = c.truth - terms[i]
+        if close(s, rest) and not close(rest, c.truth):
+            return "missing_term", (f"少加了一项（第 {i} 维的乘积）：像是循环少走了一步，"
+                                    "检查 range 的上下界")
+    return None
+
+
+def _matrix_hint(s: torch.Tensor, c, Q, K) -> tuple[str, str] | None:
+    """score 是由整个分数矩阵算出的别的数时：(诊断名, 提示)。"""
+    try:
+        Q = float_tensor(Q, "Q", "二维矩阵 [seq, d_k]", given=True)
+        K = float_tensor(K, "K", "二维矩阵 [seq, d_k]", given=True)
+    except HomeworkWrong:
+        return None
+    if Q.dim() != 2 or Q.shape != K.shape or Q.shape[-1] != c.q.shape[-1]:
+        return None
+    S = Q @ K.T
+    if close(s, S.sum()):
+        return "matrix_sum", "这是整张分数矩阵 Q @ K.T 所有元素的和：这一问只要 q 与 k 这一对的点积"
+    if close(s, S.mean()):
+        return "matrix_mean", "这是整张分数矩阵 Q @ K.T 的平均值：这一问只要 q 与 k 这一对的点积"
+    weights = torch.softmax(S / math.sqrt(Q.shape[-1]), dim=-1)
+    if any(close(s, w) for w in weights.flatten()):
+        return "attention_weight", "这像是一个注意力权重（缩放、softmax 之后）：这一问只要 softmax 之前的点积"
+    return None
 
 
 class _Data:
@@ -106,10 +164,12 @@ def judge_dot_score(score, q, k, Q=None, K=None) -> str:
     if close(s, data.truth):
         return passed(1, f"score = {s.item():.4f}，等于 q 与 k 的点积")
     d_k = q.shape[-1]
-    row = first_look(s, data.truth, _looks(d_k), data)
+    row = first_match(s, data.truth, _diagnoses(d_k), data)
     found = (row.name, row.message) if row else None
+    if found is None:
+        found = _term_hint(s, data)
     if found is None and Q is not None and K is not None:
-        found = wrong_pair_hint(s, q, k, Q, K)
+        found = wrong_pair_hint(s, q, k, Q, K) or _matrix_hint(s, data, Q, K)
     if found is None:
         rounding = rounding_hint(s, data.truth)
         found = ("rounding", rounding) if rounding else None

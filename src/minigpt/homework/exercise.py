@@ -1,120 +1,57 @@
-"""一道小题的描述（批改程序的题目清单用它），以及笔记本里的检查器（见「作业」一节）。
+"""一道小题的描述（见「作业」一节）：编号、标题、判题函数和分值。
 
-笔记本里的 ✔ 就是批改时的分数：检查器把答案变成批改程序读到的样子（同一个探针、同一种 JSON），
-再用包重新生成的题目数据、和批改程序同一个判题函数判它。学生手里的题目数据（q、Q、scores……）
-只用来提醒：它们被改动过时，检查器在消息前面加一句“你改动了题目给的 …”。
+判题函数的参数就是这道题的一切：不是题目数据的参数是答案变量（笔记本里的变量名），
+是题目数据的（``GIVEN_NAMES``）由包重新生成（``exercise_inputs``）。
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import io
 from dataclasses import dataclass
 from typing import Callable
 
-import torch
+from .given_data import GIVEN_NAMES
 
-from .data import exercise_inputs
-from .errors import HomeworkNotFilled, HomeworkWrong
-from .values import close, type_name
+ORDINALS = "一二三四五六七八九十"   # 小题的序号：作业 4（一）、4（二）
 
 
 @dataclass(frozen=True)
 class Exercise:
-    """一道（小）题：编号、标题、笔记本里的答案变量名、以及怎样用检查器判它。"""
+    """一道（小）题。key 与学生版笔记本里初始代码单元的标签 hw-starter-<key> 一致。"""
 
-    # key 与学生版笔记本里初始代码单元的标签 hw-starter-<key> 一致
     key: str
     title: str
-    answers: tuple[str, ...]      # 答案变量名
-    checker: str                  # 检查函数名（批改时判定未作答的单元要找它的调用）
-    # run(答案, 题目数据) → 通过时的消息；答错、没填时抛出检查器的异常
-    run: Callable[[dict, dict], str]
+    judge: Callable[..., str]     # judge(答案…, 题目数据…) → 通过时的消息；不对时抛检查器的异常
     points: int = 2               # 这道小题的分数（批改表、CSV 和作业页都用它）
-    given: tuple[str, ...] = ()   # 笔记本里传给检查器的题目数据（只用来提醒“你改动了它”）
 
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        return tuple(inspect.signature(self.judge).parameters)
 
-def as_the_grader_sees(values: dict) -> dict:
-    """答案经过批改程序的探针（写成 JSON 再读回）之后的样子：批改程序判的就是它。
+    @property
+    def answers(self) -> tuple[str, ...]:
+        """答案变量名：判题函数里不是题目数据的参数。"""
+        return tuple(p for p in self.parameters if p not in GIVEN_NAMES)
 
-    numpy 数组变成张量，太大的张量和别的对象变成同名的替身……和批改时一模一样。
-    """
-    from ..grading.answers import (AnswerFileError, answers_from_output, decode_answers,
-                                   parse_json, probe_source)
+    @property
+    def given(self) -> tuple[str, ...]:
+        """笔记本里传给检查器的题目数据（判分用包重新生成的那一份）。"""
+        return tuple(p for p in self.parameters if p in GIVEN_NAMES)
 
-    names = list(values)
-    sink = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(sink):
-            exec(probe_source(names), dict(values))  # noqa: S102  探针就是批改时在学生内核里运行的那段
-        return decode_answers(parse_json(answers_from_output(sink.getvalue())), names)
-    except (AnswerFileError, Exception) as err:  # 探针读不回来的对象：批改时这份提交也会出错
-        listed = "、".join(names)
-        raise HomeworkWrong(f"{listed} 的值批改程序读不回来（{type_name(err)}）："
-                            "请交张量、数字或列表", "unreadable") from None
+    @property
+    def checker(self) -> str:
+        """笔记本里调用的检查函数名：judge_xxx → check_xxx（批改时判定未作答的单元要找它的调用）。"""
+        return "check_" + self.judge.__name__.removeprefix("judge_")
 
+    @property
+    def part(self) -> str:
+        """提示里的短名：作业 4（一）、作业 3。"""
+        number = self.key.rstrip("abcdefghij")
+        if number == self.key:
+            return f"作业 {number}"
+        ordinal = ORDINALS[ord(self.key[len(number)]) - ord("a")]
+        return f"作业 {number}（{ordinal}）"
 
-def _same(value, original) -> bool:
-    """学生手里的题目数据是否仍等于包重新生成的那一份。"""
-    try:
-        if isinstance(original, torch.nn.Module):
-            mine, theirs = value.state_dict(), original.state_dict()
-            return mine.keys() == theirs.keys() and all(
-                _same(mine[n], theirs[n]) for n in theirs)
-        if isinstance(original, torch.Tensor):
-            t = torch.as_tensor(value)
-            return (t.device.type == "cpu" and not t.is_complex()
-                    and close(t.detach().double(), original.double()))
-        return bool(value == original) and not isinstance(value, bool)
-    except Exception:  # 学生换成了别的东西：比不了就是改过了
-        return False
-
-
-def changed_note(given: dict, inputs: dict) -> str:
-    """学生改动过的题目数据：一句提醒；都没改时返回空字符串。"""
-    changed = [name for name, value in given.items() if not _same(value, inputs[name])]
-    if not changed:
-        return ""
-    names = "、".join(changed)
-    return (f"注意：你改动了题目给的 {names}（和上面数据单元算出的不一样了）。"
-            "检查器和批改程序都按原来的数据判分；"
-            f"请重新运行给出数据的单元，之后别再给 {names} 赋别的值，也别原地修改它们"
-            "（例如 .mul_()、/=）。")
-
-
-def notebook_checker(exercise: Exercise, judge: Callable[..., str]) -> Callable[..., None]:
-    """笔记本里调用的检查器：参数和 judge 相同；通过时打印一行，返回 None（不必用分号）。
-
-    判的是 ``exercise.run(答案, exercise_inputs())``——批改程序判的也正是它。
-    judge 本身留在 ``check_xxx.judge``：它按传进来的数据判，测试和别的数据都能用它。
-    """
-    signature = inspect.signature(judge)
-
-    def check(*args, **kwargs) -> None:
-        try:
-            bound = signature.bind(*args, **kwargs)
-        except TypeError as err:
-            raise HomeworkWrong(f"{exercise.checker} 的参数不对（{err}）：照初始代码里的那一行调用它",
-                                "call") from None
-        answers = as_the_grader_sees({n: bound.arguments.get(n) for n in exercise.answers})
-        inputs = exercise_inputs()
-        note = changed_note({n: bound.arguments[n] for n in exercise.given
-                             if bound.arguments.get(n) is not None}, inputs)
-        try:
-            message = exercise.run(answers, inputs)
-        except HomeworkNotFilled:
-            raise
-        except HomeworkWrong as err:
-            if not note:
-                raise
-            raise HomeworkWrong(f"{note}{err}", err.diagnosis) from None
-        print(f"{message}\n{note}" if note else message)
-
-    check.__name__ = check.__qualname__ = exercise.checker
-    check.__doc__ = judge.__doc__
-    check.__module__ = judge.__module__
-    check.__signature__ = signature.replace(return_annotation="None")
-    check.judge = judge
-    check.exercise = exercise
-    return check
+    def run(self, answers: dict, inputs: dict) -> str:
+        """用答案变量和题目数据判这道题：通过时返回消息，答错、没填时抛检查器的异常。"""
+        return self.judge(**{n: answers[n] for n in self.answers}, **{n: inputs[n] for n in self.given})

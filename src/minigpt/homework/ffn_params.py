@@ -36,14 +36,26 @@ def _layer_rows(layer: str, name: str, h: int, f: int):
         ("both_layers", lambda g: g in (2 * weights, 2 * weights + f + h),
          f"这像是把两层都算进了 {name}："
          f"{name} 只数 {layer} 这一层"),
-        ("added_dims", lambda g: g in (f + h, f + h + (f if layer == "W1" else h)),
+        ("weights_twice", lambda g: g == 2 * weights + out_dim,
+         "权重像是算了两遍：一层只有一个 输入维度 × 输出维度 的权重矩阵"),
+        ("added_dims", lambda g: g in (f + h, f + h + (f if layer == "W1" else h), 2 * (f + h)),
          "权重个数 = 输入维度 × 输出维度（乘，不是加），"
          "再加上输出维度个偏置"),
         ("squared_dim", lambda g: g in (f * f, h * h, f * f + f, h * h + h, f * f + h, h * h + f),
          "权重个数 = 输入维度 × 输出维度："
          "一个是 hidden_size，一个是 d_ff，"
          "不是同一个维度自乘"),
+        ("dimension_minus_one", lambda g: g in ((h - 1) * f, h * (f - 1), (h - 1) * f + out_dim,
+                                                h * (f - 1) + out_dim),
+         "某个维度像是少算了 1（比如写成了 hidden_size - 1）：权重个数 = 输入维度 × 输出维度，两个维度都用原数"),
+        ("units", lambda g: _in_units(g, weights + out_dim),
+         "像是以千或百万为单位写的：这里要写参数的个数本身（一个精确的整数）"),
     )
+
+
+def _in_units(got: int, right: int) -> bool:
+    """got 是 right 以千或百万为单位、取整之后的数。"""
+    return got in {right // 1000, (right + 500) // 1000, right // 10**6, (right + 500_000) // 10**6}  # 整数运算：大数也不溢出
 
 
 def _approximate(got: int, right: int) -> bool:
@@ -72,6 +84,11 @@ def _total_rows(w1: int, w2: int, h: int, f: int):
          "和 w1_params + w2_params 只差 1：检查加法的式子，是不是多加或少加了 1"),
         ("total_approximate", lambda t: _approximate(t, w1 + w2),
          "很接近，但参数个数要一个不差：像是取了约数"),
+        ("total_biases_twice", lambda t: t == w1 + w2 + h + f,
+         "偏置像是又加了一遍：w1_params、w2_params 里已经含着各自的偏置，总数就是两者之和"),
+        ("total_one_layer", lambda t: t in (w1, w2), "总数像是只算了一层：FFN 的总参数量是两层之和"),
+        ("total_units", lambda t: _in_units(t, w1 + w2),
+         "像是以千或百万为单位写的：这里要写参数的个数本身（一个精确的整数）"),
     )
 
 

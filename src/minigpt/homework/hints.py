@@ -11,11 +11,11 @@ from typing import Any, Callable
 
 import torch
 
-from .values import close
+from .values import TOLERANCE, close
 
 
 @dataclass(frozen=True)
-class Looks:
+class Diagnosis:
     """一条诊断：答案与 ``make(ctx)`` 在容差之内相等（且那个值本身不是正确答案），就说 ``message``。
 
     make 返回 None 表示这条诊断对这组数据不适用（例如 Q、K 形状不同时没有 Q @ Q.T）。
@@ -26,7 +26,7 @@ class Looks:
     message: str
 
 
-def first_look(got: torch.Tensor, truth: torch.Tensor, rows, ctx) -> Looks | None:
+def first_match(got: torch.Tensor, truth: torch.Tensor, rows, ctx) -> Diagnosis | None:
     """表里第一条对得上 got 的诊断；都对不上时返回 None。"""
     for row in rows:
         try:
@@ -37,6 +37,22 @@ def first_look(got: torch.Tensor, truth: torch.Tensor, rows, ctx) -> Looks | Non
             continue
         value = torch.as_tensor(value).double()
         if close(got, value) and not close(value, truth):
+            return row
+    return None
+
+
+def first_nan_match(got: torch.Tensor, rows, ctx) -> Diagnosis | None:
+    """有 NaN 的答案：表里第一条连 NaN 的位置都对得上的诊断；都对不上时返回 None。"""
+    for row in rows:
+        try:
+            value = row.make(ctx)
+        except (RuntimeError, IndexError, ValueError):
+            continue
+        if value is None:
+            continue
+        value = torch.as_tensor(value).double()
+        if value.shape == got.shape and torch.isnan(value).any() \
+                and torch.allclose(got, value, equal_nan=True, **TOLERANCE):
             return row
     return None
 
@@ -65,16 +81,36 @@ def rounding_hint(got: torch.Tensor, truth: torch.Tensor) -> str | None:
     return None
 
 
-def judge_tensor(value, name: str, truth: torch.Tensor, looks, ctx, *, what: str,
-                 shapes: tuple = ()) -> None:
-    """一个浮点张量答案：没填、类型、形状（shapes 里是 (诊断名, 形状, 提示)）、典型错误（looks）、
-    舍入，最后是平铺直叙的“与正确结果不一致”。对了返回 None，不对抛 HomeworkWrong。
+def constant_offset(got: torch.Tensor, truth: torch.Tensor) -> str | None:
+    """got 的每个数都比 truth 多（或少）同一个数时的提示；否则返回 None。"""
+    if got.shape != truth.shape or got.numel() < 2 or not torch.isfinite(got).all():
+        return None
+    gap = got - truth
+    if close(gap, torch.full_like(gap, gap.flatten()[0].item())) and not close(gap, torch.zeros_like(gap)):
+        return (f"每个数都比正确值多了同一个数（{gap.flatten()[0].item():.4g}）："
+                "像是多加（或多减）了一个常数，检查最后一步有没有加上别的东西")
+    return None
+
+
+def judge_tensor(value, name: str, truth: torch.Tensor, diagnoses, ctx, *, what: str,
+                 shapes: tuple = (), nan_diagnoses: tuple = ()) -> None:
+    """一个浮点张量答案：没填、类型、形状（shapes 里是 (诊断名, 形状, 提示)）、典型错误（diagnoses；
+    答案里有 NaN 时是 nan_diagnoses）、舍入，最后是平铺直叙的“与正确结果不一致”。
+    对了返回 None，不对抛 HomeworkWrong。
     """
     from .errors import HomeworkWrong
-    from .values import TOLERANCE, TOLERANCE_TEXT, float_tensor, require
+    from .values import TOLERANCE_TEXT, float_tensor, require, to_tensor
 
     require(**{name: value})
-    got = float_tensor(value, name, what)
+    try:
+        got = float_tensor(value, name, what)
+    except HomeworkWrong as err:
+        if err.diagnosis != "nan":
+            raise
+        row = first_nan_match(to_tensor(value, name, what).double(), nan_diagnoses, ctx)
+        if row is None:
+            raise
+        raise HomeworkWrong(f"{name} 里有 NaN：{row.message}", row.name) from None
     if got.shape != truth.shape:
         hint = next(((n, h) for n, shape, h in shapes if tuple(got.shape) == tuple(shape)), None)
         raise HomeworkWrong(f"检查 {name} 的形状：应该是 {tuple(truth.shape)}，收到 {tuple(got.shape)}。"
@@ -84,12 +120,15 @@ def judge_tensor(value, name: str, truth: torch.Tensor, looks, ctx, *, what: str
                             "inf")
     if close(got, truth):
         return
-    row = first_look(got, truth, looks, ctx)
+    row = first_match(got, truth, diagnoses, ctx)
     if row is not None:
         raise HomeworkWrong(f"检查 {name}：{row.message}", row.name)
     rounding = rounding_hint(got, truth)
     if rounding is not None:
         raise HomeworkWrong(f"检查 {name} 的数值：{rounding}", "rounding")
+    offset = constant_offset(got, truth)
+    if offset is not None:
+        raise HomeworkWrong(f"检查 {name}：{offset}", "constant_offset")
     bad = ~torch.isclose(got, truth.to(got.dtype), **TOLERANCE)
     first = tuple(bad.nonzero()[0].tolist())
     raise HomeworkWrong(

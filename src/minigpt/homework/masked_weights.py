@@ -7,7 +7,7 @@ import math
 import torch
 
 from .errors import HomeworkWrong
-from .hints import Looks, first_look, rounding_hint
+from .hints import Diagnosis, constant_offset, first_match, rounding_hint
 from .values import TOLERANCE, TOLERANCE_TEXT, close, count, passed, require, to_tensor, tril
 
 NEG_INF = float("-inf")
@@ -33,25 +33,25 @@ def _needs_root(f):
 
 
 # 答案里有 -inf：softmax 的输出不会有 -inf
-NEG_INF_LOOKS = (
-    Looks("not_softmaxed", lambda c: c.s.masked_fill(c.future, NEG_INF),
+NEG_INF_DIAGNOSES = (
+    Diagnosis("not_softmaxed", lambda c: c.s.masked_fill(c.future, NEG_INF),
           "这是遮蔽之后的分数，还没有做 softmax："
           "再对它沿最后一维做 torch.softmax，未来位置的 -inf 会变成 0"),
-    Looks("log_softmax", lambda c: torch.log_softmax(c.s.masked_fill(c.future, NEG_INF), dim=-1),
+    Diagnosis("log_softmax", lambda c: torch.log_softmax(c.s.masked_fill(c.future, NEG_INF), dim=-1),
           "像是用了 log_softmax：它给出的是权重的对数"
           "（都不大于 0，未来位置是 -inf）。"
           "这里要的是权重本身：用 torch.softmax"),
-    Looks("softmax_then_neg_inf",
+    Diagnosis("softmax_then_neg_inf",
           lambda c: torch.softmax(c.s, dim=-1).masked_fill(c.future, NEG_INF),
           "像是先做了 softmax，再用 masked_fill 把未来位置设成 -inf。"
           "-inf 应该放进分数里，在 softmax 之前；softmax 之后未来位置自然是 0"),
-    Looks("unscaled_not_softmaxed", _needs_root(lambda c: (c.s * c.root).masked_fill(c.future, NEG_INF)),
+    Diagnosis("unscaled_not_softmaxed", _needs_root(lambda c: (c.s * c.root).masked_fill(c.future, NEG_INF)),
           "这是遮蔽之后、还没有缩放的分数（Q @ K.T），也还没有做 softmax。"
           "题目给的 scores 已经缩放过：遮蔽 scores，再做 softmax"),
 )
 
 # 答案里有 NaN：某些行的分数全被换成了 -inf
-NAN_LOOKS = (
+NAN_DIAGNOSES = (
     ("filled_pos_inf", lambda c: torch.softmax(c.s.masked_fill(c.future, float("inf")), dim=-1),
      "被遮住的分数填成了 +inf 而不是 -inf：e 的 +inf 次方是无穷大，"
      "凡是有未来位置的行，softmax 都只能算出 ∞/∞。填 float(\"-inf\")"),
@@ -66,62 +66,84 @@ NAN_LOOKS = (
 )
 
 
-def _mistakes() -> tuple[Looks, ...]:
+def _mistakes() -> tuple[Diagnosis, ...]:
     """答案是有限的数却不对：按顺序比较的典型错误。"""
     return (
-        Looks("eye", lambda c: torch.eye(c.n, dtype=torch.float64).expand_as(c.s),
+        Diagnosis("eye", lambda c: torch.eye(c.n, dtype=torch.float64).expand_as(c.s),
               "你的权重是单位矩阵：每个位置只看自己，分数没有起作用。"
               "像是遮蔽矩阵用成了 torch.eye，"
               "或者把对角线以外全遮住了；因果遮蔽只遮住位置 i 之后的 Key"),
-        Looks("uniform",
+        Diagnosis("uniform",
               lambda c: (c.allowed.double() / c.allowed.double().sum(dim=-1, keepdim=True)).expand_as(c.s),
               "每一行在能看的位置上平均分配：分数没有参与计算。"
               "像是对遮蔽矩阵本身"
               "（或全 0 的分数）做了 softmax，"
               "或者用遮蔽矩阵除以了每行的个数；"
               "softmax 的输入应当是遮蔽之后的 scores"),
-        Looks("scores_themselves", lambda c: c.s,
+        Diagnosis("scores_themselves", lambda c: c.s,
               "这就是题目给的 scores 本身：还没有遮蔽，也没有做 softmax"),
-        Looks("masked_with_zero_no_softmax", lambda c: c.s.masked_fill(c.future, 0.0),
+        Diagnosis("masked_with_zero_no_softmax", lambda c: c.s.masked_fill(c.future, 0.0),
               "这是遮蔽之后的分数（未来位置是 0），还没有做 softmax。"
               "另外，被遮住的分数要填 -inf 而不是 0，softmax 之后它们才是 0"),
-        Looks("softmax_then_mask", lambda c: torch.softmax(c.s, dim=-1) * c.allowed,
+        Diagnosis("softmax_then_mask", lambda c: torch.softmax(c.s, dim=-1) * c.allowed,
               "像是先 softmax、再把未来位置乘 0（或填 0）：未来位置虽然是 0，"
               "被遮住的那部分权重却丢了，凡是遮住过位置的行，加起来都不到 1。"
               "应当先把未来位置的分数设为 -inf，再做 softmax"),
-        Looks("no_mask", lambda c: torch.softmax(c.s, dim=-1),
+        Diagnosis("no_mask", lambda c: torch.softmax(c.s, dim=-1),
               "没有遮蔽：未来位置的权重不是 0。"
               "masked_fill(mask == 0, float(\"-inf\")) 要做在 softmax 之前"),
-        Looks("filled_zero", lambda c: torch.softmax(c.s.masked_fill(c.future, 0.0), dim=-1),
+        Diagnosis("filled_zero", lambda c: torch.softmax(c.s.masked_fill(c.future, 0.0), dim=-1),
               "被遮住的分数填成了 0 而不是 -inf（乘 mask 也是这个结果）："
               "e⁰ = 1，未来位置照样分到权重。填 float(\"-inf\")"),
-        Looks("mask_added", lambda c: torch.softmax(c.s + c.allowed.double(), dim=-1),
+        Diagnosis("mask_added", lambda c: torch.softmax(c.s + c.allowed.double(), dim=-1),
               "像是把 0/1 的 mask 直接加到了分数上：加 1 只是让能看的位置稍占便宜，"
               "未来位置照样分到权重。把 mask == 0 的分数换成 float(\"-inf\")"),
-        Looks("inverted", lambda c: torch.softmax(c.s.masked_fill(c.allowed, -1e9), dim=-1),
+        Diagnosis("inverted", lambda c: torch.softmax(c.s.masked_fill(c.allowed, -1e9), dim=-1),
               "遮蔽反了：被换掉的是能看的位置（对角线及以下），留下的却是未来。"
               "像是写成了 masked_fill(mask == 1, …)，或者 mask 本身 0、1 颠倒了。"
               "要换掉的是未来位置（mask == 0）"),
-        Looks("diagonal_plus_one",
+        Diagnosis("diagonal_plus_one",
               lambda c: masked_softmax(c.s, torch.ones(c.n, c.n, dtype=torch.bool).tril(1)),
               "遮蔽多放开了一格：每个位置还看到了紧挨着的下一个 token，"
               "像是遮蔽矩阵用了 torch.tril(…, diagonal=1)。位置 i 能看的是 0…i"),
-        Looks("wrong_dim", lambda c: masked_softmax(c.s, c.allowed, dim=-2),
+        Diagnosis("wrong_dim", lambda c: masked_softmax(c.s, c.allowed, dim=-2),
               "softmax 做在了错误的维度（dim=0 / dim=-2），每一列加起来是 1。"
               "每个 Query 的权重在一行里，应当用 dim=-1"),
-        Looks("triu", lambda c: masked_softmax(c.s, c.allowed.T),
+        Diagnosis("triu", lambda c: masked_softmax(c.s, c.allowed.T),
               "遮住的是过去而不是未来：遮蔽矩阵像是上三角（torch.triu）。"
               "位置 i 能看的是 0…i"),
-        Looks("exp_only", lambda c: torch.exp(c.s).masked_fill(c.future, 0.0),
+        Diagnosis("exp_only", lambda c: torch.exp(c.s).masked_fill(c.future, 0.0),
               "像是只做了 exp，没有除以每行之和：softmax = exp 之后再按行归一化，"
               "直接用 torch.softmax(…, dim=-1)"),
-        Looks("transposed", lambda c: c.truth.transpose(-2, -1),
+        Diagnosis("transposed", lambda c: c.truth.transpose(-2, -1),
               "你的结果是正确权重的转置，像是多做了一次 .T："
               "第 i 行应当是 Query i 分给各个 Key 的权重"),
-        Looks("unscaled", _needs_root(lambda c: masked_softmax(c.s * c.root, c.allowed)),
+        Diagnosis("unscaled", _needs_root(lambda c: masked_softmax(c.s * c.root, c.allowed)),
               "像是用了没有除以 √d_k 的分数（Q @ K.T）："
               "题目给的 scores 已经缩放过，直接用 scores"),
-        Looks("scaled_twice", _needs_root(lambda c: masked_softmax(c.s / c.root, c.allowed)),
+        Diagnosis("sigmoid", lambda c: torch.sigmoid(c.s).masked_fill(c.future, 0.0),
+              "像是用了 sigmoid：每个数各自压到了 0 和 1 之间，每行加起来却不是 1。"
+              "用 torch.softmax(…, dim=-1)"),
+        Diagnosis("softmax_all", lambda c: torch.softmax(
+            c.s.masked_fill(c.future, NEG_INF).flatten(-2), dim=-1).view_as(c.s),
+              "像是对整个矩阵一起做了 softmax（所有格子加起来是 1）：每一行单独做，dim=-1"),
+        Diagnosis("softmax_twice", lambda c: masked_softmax(c.truth, c.allowed),
+              "像是做了两次 softmax：遮蔽后的分数只做一次 softmax"),
+        Diagnosis("softmax_twice_leaking", lambda c: torch.softmax(c.truth, dim=-1),
+              "像是对权重又做了一次 softmax：未来位置的 0 经过 e⁰ = 1 又分到了权重。遮蔽后的分数只做一次 softmax"),
+        Diagnosis("normalised_without_exp", lambda c: (lambda m: m / m.sum(dim=-1, keepdim=True))(
+            c.s.masked_fill(c.future, 0.0)),
+              "像是没有取 exp 就除以了行和：softmax 先取 exp（把每个数变成正数），再按行归一化。"
+              "用 torch.softmax(…, dim=-1)"),
+        Diagnosis("filled_zero_then_mask", lambda c: torch.softmax(c.s.masked_fill(c.future, 0.0), dim=-1) * c.allowed,
+              "被遮住的分数填了 0，softmax 之后又把未来位置乘了 0：被遮住的那部分权重丢了。"
+              "应当在 softmax 之前把未来位置的分数设为 -inf"),
+        Diagnosis("wrong_dim_filled_zero", lambda c: torch.softmax(c.s.masked_fill(c.future, 0.0), dim=-2),
+              "softmax 做在了 dim=0（每一列加起来是 1），被遮住的分数也填成了 0 而不是 -inf。"
+              "先填 float(\"-inf\")，再沿 dim=-1 做 softmax"),
+        Diagnosis("negated", lambda c: masked_softmax(-c.s, c.allowed),
+              "分数的符号像是反了（softmax(-scores)）：分数越大的位置，权重应当越大"),
+        Diagnosis("scaled_twice", _needs_root(lambda c: masked_softmax(c.s / c.root, c.allowed)),
               "分数被缩小了两次：scores 已经除过 √d_k，你又除了一次"
               "（从 Q @ K.T 算起、除以 d_k 而不是 √d_k，也是这个结果）。"
               "直接用 scores"),
@@ -172,7 +194,7 @@ def _root(d_k) -> float | None:
 def _non_finite(w: torch.Tensor, c: _Data) -> HomeworkWrong | None:
     """答案里有 -inf、NaN 或 +inf 时的诊断。"""
     if torch.isneginf(w).any():
-        row = first_look(w, c.truth, NEG_INF_LOOKS, c)
+        row = first_match(w, c.truth, NEG_INF_DIAGNOSES, c)
         hint = row.message if row else (
             "softmax 的输出都在 0 和 1 之间，"
             "-inf 只该出现在 softmax 之前的分数里。"
@@ -182,7 +204,7 @@ def _non_finite(w: torch.Tensor, c: _Data) -> HomeworkWrong | None:
     if torch.isnan(w).any():
         rows = sorted({r[-2] for r in torch.isnan(w).nonzero().tolist()})
         head = f"weights 的第 {rows} 行是 NaN。"
-        for name, make, hint in NAN_LOOKS:
+        for name, make, hint in NAN_DIAGNOSES:
             value = make(c)
             if value.shape == w.shape and torch.allclose(w, value, equal_nan=True, **TOLERANCE):
                 return HomeworkWrong(head + hint, name)
@@ -218,6 +240,9 @@ def _finite_fill(w: torch.Tensor, c: _Data) -> HomeworkWrong | None:
 
 def _properties(w: torch.Tensor, c: _Data) -> HomeworkWrong:
     """没有认出的错误：按性质说哪里不对（未来位置、负数、行和），最后是数值不一致。"""
+    offset = constant_offset(w, c.truth)
+    if offset is not None:
+        return HomeworkWrong(f"检查 weights：{offset}", "constant_offset")
     leak = (w.abs() > TOLERANCE["atol"]) & c.future
     if leak.any():
         idx = leak.nonzero()[0].tolist()
@@ -231,6 +256,10 @@ def _properties(w: torch.Tensor, c: _Data) -> HomeworkWrong:
         return HomeworkWrong("检查权重是否非负：出现了负数。"
                              "softmax 的输出都在 0 和 1 之间", "negative")
     row_sums = w.sum(dim=-1)
+    scale = row_sums.flatten()[0].item()
+    if abs(scale - 1) > 1e-4 and close(w, c.truth * scale):
+        return HomeworkWrong(f"检查 weights：每一行加起来都是 {scale:.4g}，权重的比例却都对："
+                             "像是多乘（或除）了一个数。softmax 的输出每行加起来是 1", "scaled_weights")
     if not torch.allclose(row_sums, torch.ones_like(row_sums), atol=1e-4):
         return HomeworkWrong(
             "检查每一行是否加起来等于 1："
@@ -264,7 +293,7 @@ def judge_masked_weights(weights, scores, d_k=None) -> str:
     if close(w, c.truth):
         return passed(2, "权重与由 scores 遮蔽后做 softmax 的结果一致："
                          "未来位置为 0，每行加起来等于 1")
-    row = first_look(w, c.truth, _mistakes(), c)
+    row = first_match(w, c.truth, _mistakes(), c)
     if row is not None:
         raise HomeworkWrong(f"检查 weights：{row.message}", row.name)
     problem = _finite_fill(w, c)

@@ -7,7 +7,7 @@ import math
 import torch
 
 from .errors import HomeworkWrong
-from .hints import Looks, first_look, rounding_hint
+from .hints import Diagnosis, constant_offset, first_match, rounding_hint
 from .values import TOLERANCE, TOLERANCE_TEXT, close, float_tensor, passed, require
 
 
@@ -28,47 +28,76 @@ def _same_shape(f):
     return lambda c: f(c) if c.Q.shape == c.K.shape else None
 
 
-def _looks(d: _Data) -> tuple[Looks, ...]:
+def _diagnoses(d: _Data) -> tuple[Diagnosis, ...]:
     return (
-        Looks("transposed", lambda c: c.truth.T,
+        Diagnosis("transposed", lambda c: c.truth.T,
               "检查 S 的方向：你的结果是正确矩阵的转置，像是算成了 K @ Q.T，"
               "或者在循环里写成了 S[j, i]。"
               "第 i 行应当是 Query i 对所有 Key 的分数，请把 Q 放在左边"),
-        Looks("scaled", lambda c: c.truth / c.root,
+        Diagnosis("scaled", lambda c: c.truth / c.root,
               f"检查 S：你已经除以了 √d_k = {d.root:g}；"
               "这里只要原始分数，缩放是下一步"),
-        Looks("divided_by_d_k", lambda c: c.truth / c.d_k,
+        Diagnosis("divided_by_d_k", lambda c: c.truth / c.d_k,
               f"检查 S：你除以了 d_k = {d.d_k}（缩放用的是 √d_k，而且这一问"
               "根本不缩放）；这里只要原始分数"),
-        Looks("softmax_rows", lambda c: torch.softmax(c.truth, dim=-1),
+        Diagnosis("softmax_rows", lambda c: torch.softmax(c.truth, dim=-1),
               "检查 S：每一行加起来是 1，像是已经做了 softmax。"
               "这一问要的是 softmax 之前的分数本身"),
-        Looks("softmax_columns", lambda c: torch.softmax(c.truth, dim=0),
+        Diagnosis("softmax_columns", lambda c: torch.softmax(c.truth, dim=0),
               "检查 S：每一列加起来是 1，像是已经（沿 dim=0）做了 softmax。"
               "这一问要的是 softmax 之前的分数本身"),
-        Looks("attention_weights", lambda c: torch.softmax(c.truth / c.root, dim=-1),
+        Diagnosis("attention_weights", lambda c: torch.softmax(c.truth / c.root, dim=-1),
               "检查 S：你交的像是注意力权重（缩放、再 softmax 之后）。"
               "这一问只要原始分数 Q @ K.T，缩放和 softmax 都是后面的步骤"),
-        Looks("sign", lambda c: -c.truth, "检查 S 的符号：每个元素都差一个负号"),
-        Looks("q_q", _same_shape(lambda c: c.Q @ c.Q.T),
+        Diagnosis("sign", lambda c: -c.truth, "检查 S 的符号：每个元素都差一个负号"),
+        Diagnosis("q_q", _same_shape(lambda c: c.Q @ c.Q.T),
               "检查 S：这像是 Q @ Q.T，Query 和自己做了点积。"
               "分数是 Query 与 Key 的点积：右边应当是 K"),
-        Looks("k_k", _same_shape(lambda c: c.K @ c.K.T),
+        Diagnosis("k_k", _same_shape(lambda c: c.K @ c.K.T),
               "检查 S：这像是 K @ K.T，Key 和自己做了点积。"
               "分数是 Query 与 Key 的点积：左边应当是 Q"),
-        Looks("all_zero", lambda c: torch.zeros_like(c.truth),
+        Diagnosis("all_zero", lambda c: torch.zeros_like(c.truth),
               "检查 S：每一格都还是 0。像是建好了全零张量，循环却没有把点积写进去"
               "（循环没有运行，或者算出的数没有赋给 S[i, j]）"),
-        Looks("lower_triangle_only", _square(lambda c: c.truth.tril()),
+        Diagnosis("lower_triangle_only", _square(lambda c: c.truth.tril()),
               "检查 S：对角线及以下都对，对角线以上（未来位置）却都是 0，像是已经做了遮蔽"
               "（乘了下三角矩阵，或者 masked_fill 成了 0）。这一问只要原始分数，遮蔽是作业 2 的事"),
-        Looks("diagonal_only", _square(lambda c: torch.diag(c.truth.diagonal())),
+        Diagnosis("diagonal_only", _square(lambda c: torch.diag(c.truth.diagonal())),
               "检查 S：只有对角线上的格子对，其余都是 0，像是只算了 Q[i] 与 K[i]（i == j）的那几格。"
               "S[i, j] 要对每一对 i、j 都算"),
-        Looks("row_index", _square(lambda c: c.truth.diagonal()[:, None].expand_as(c.truth)),
+        Diagnosis("row_index", _square(lambda c: c.truth.diagonal()[:, None].expand_as(c.truth)),
               "检查 S 的下标：每一行的数都相同，像是第 i 行只用了 Q[i] 与 K[i]"
               "（第二个下标也写成了 i）。S[i, j] 应当用 K[j]"),
-        Looks("column_index", _square(lambda c: c.truth.diagonal()[None, :].expand_as(c.truth)),
+        Diagnosis("multiplied_by_root", lambda c: c.truth * c.root,
+              f"检查 S：像是乘了 √d_k = {d.root:g}。缩放是除以 √d_k，而且这一问只要原始分数"),
+        Diagnosis("transposed_scaled", lambda c: c.truth.T / c.root,
+              "检查 S：既是转置（像是 K @ Q.T），又除了 √d_k。第 i 行应当是 Query i 对所有 Key 的分数，"
+              "这一问也不缩放"),
+        Diagnosis("transposed_sign", lambda c: -c.truth.T,
+              "检查 S：这是正确矩阵的转置再取负：像是算成了 K @ Q.T，还多了一个负号"),
+        Diagnosis("abs", lambda c: c.truth.abs(), "检查 S：负的分数都变成了正的，像是取了绝对值。分数可以是负数"),
+        Diagnosis("squared", lambda c: c.truth ** 2, "检查 S：每个元素像是都平方了。分数就是点积本身"),
+        Diagnosis("exp", lambda c: torch.exp(c.truth),
+              "检查 S：像是取了 exp（softmax 的前一半）。这一问只要原始分数 Q @ K.T"),
+        Diagnosis("sigmoid", lambda c: torch.sigmoid(c.truth),
+              "检查 S：每个数都在 0 和 1 之间，像是过了 sigmoid。这一问只要原始分数 Q @ K.T"),
+        Diagnosis("row_normalised", lambda c: c.truth / c.truth.sum(dim=-1, keepdim=True),
+              "检查 S：每一行加起来是 1，像是除以了行和。这一问只要原始分数本身"),
+        Diagnosis("attention_weights_columns", lambda c: torch.softmax(c.truth / c.root, dim=0),
+              "检查 S：你交的像是注意力权重（缩放、再沿 dim=0 做 softmax）。这一问只要原始分数 Q @ K.T"),
+        Diagnosis("masked_weights", _square(lambda c: torch.softmax(
+            (c.truth / c.root).masked_fill(~torch.ones_like(c.truth, dtype=torch.bool).tril(), float("-inf")), -1)),
+              "检查 S：你交的像是遮蔽后的注意力权重（那是作业 2（二））。这一问只要原始分数 Q @ K.T"),
+        Diagnosis("upper_triangle_only", _square(lambda c: c.truth.triu()),
+              "检查 S：对角线及以上都对，对角线以下却都是 0：像是只算了 j ≥ i 的格子（内层循环从 i 开始）。"
+              "S[i, j] 要对每一对 i、j 都算"),
+        Diagnosis("keys_reversed", _same_shape(lambda c: c.Q @ c.K.flip(0).T),
+              "检查 S：每一行的数都对，顺序却左右反了：像是 K 的行倒过来用了（K.flip(0) 或下标 K[seq_len - 1 - j]）。"
+              "第 j 列应当是 Key j"),
+        Diagnosis("queries_reversed", _same_shape(lambda c: c.Q.flip(0) @ c.K.T),
+              "检查 S：各行的顺序上下反了：像是 Q 的行倒过来用了（Q.flip(0) 或下标 Q[seq_len - 1 - i]）。"
+              "第 i 行应当是 Query i"),
+        Diagnosis("column_index", _square(lambda c: c.truth.diagonal()[None, :].expand_as(c.truth)),
               "检查 S 的下标：每一列的数都相同，像是第 j 列只用了 Q[j] 与 K[j]"
               "（第一个下标也写成了 j）。S[i, j] 应当用 Q[i]"),
     )
@@ -155,10 +184,13 @@ def judge_score_matrix(S, Q, K) -> str:
     if close(got, d.truth):
         return passed(1, f"S 的形状是 {tuple(got.shape)}，"
                          "每个元素都等于对应 Query 与 Key 的点积")
-    row = first_look(got, d.truth, _looks(d), d)
+    row = first_match(got, d.truth, _diagnoses(d), d)
     if row is not None:
         raise HomeworkWrong(row.message, row.name)
     rounding = rounding_hint(got, d.truth)
     if rounding is not None:
         raise HomeworkWrong(f"检查 S 的每个元素：{rounding}", "rounding")
+    offset = constant_offset(got, d.truth)
+    if offset is not None:
+        raise HomeworkWrong(f"检查 S 的每个元素：{offset}", "constant_offset")
     raise _cells(got, d)

@@ -8,7 +8,7 @@ from .errors import HomeworkWrong
 from .values import count, passed, require, to_tensor, tril
 
 # (名字, 由 n 造出“犯了这个错会得到的”能看矩阵, 提示)：按顺序比较，第一条完全相同的就是提示
-LOOKS = (
+DIAGNOSES = (
     ("triu", lambda n: tril(n).T if n > 1 else None,
      "你的 mask 是上三角，正好是正确答案的转置："
      "位置 i 看到的是自己和它后面的 token（未来）。"
@@ -28,6 +28,12 @@ LOOKS = (
     ("all_zero", lambda n: torch.zeros(n, n, dtype=torch.bool),
      "全是 0：所有位置都被遮住，每个位置连自己也看不到，softmax 会得到 NaN。"
      "对角线和它下方应当是 1"),
+    ("flipped_left_right", lambda n: tril(n).flip(1) if n > 1 else None,
+     "左右反了：每一行的 1 应当从左边（位置 0）开始，位置 i 能看的是 0…i"),
+    ("flipped_up_down", lambda n: tril(n).flip(0) if n > 1 else None,
+     "上下反了：第 0 行只能看 1 个位置（它自己），最后一行能看全部"),
+    ("all_but_diagonal", lambda n: ~torch.eye(n, dtype=torch.bool) if n > 1 else None,
+     "除了对角线都是 1：位置 i 看不到自己，却看得到未来。对角线和它下方是 1，上方是 0"),
     ("eye", lambda n: torch.eye(n, dtype=torch.bool),
      "这是单位矩阵：每个位置只看自己。因果遮蔽只遮住位置 i 之后的 token，"
      "它前面的都能看"),
@@ -78,7 +84,7 @@ def judge_causal_mask(mask, seq_len) -> str:
     truth = tril(n)
     if torch.equal(allowed, truth):
         return passed(2, f"mask 是 {n}×{n} 的下三角矩阵，位置 i 只能看 0…i")
-    for name, make, hint in LOOKS:
+    for name, make, hint in DIAGNOSES:
         value = make(n)
         if value is not None and torch.equal(allowed, value):
             raise HomeworkWrong(f"检查 mask 是否为下三角（1 = 可以看）：{hint}", name)

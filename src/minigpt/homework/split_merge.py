@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from .errors import HomeworkWrong
-from .hints import Looks, given_input, judge_tensor
+from .hints import Diagnosis, given_input, judge_tensor
 from .values import count, passed, require
 
 
@@ -18,24 +18,24 @@ class _Data:
         self.heads = self.x.view(self.b, self.n, self.h, self.d_k).transpose(1, 2)
 
 
-HEAD_LOOKS = (
-    Looks("view_without_transpose", lambda c: c.x.reshape(c.b, c.h, c.n, c.d_k),
+HEAD_DIAGNOSES = (
+    Diagnosis("view_without_transpose", lambda c: c.x.reshape(c.b, c.h, c.n, c.d_k),
           "形状对了，数却不对：像是直接 view / reshape 成了 [batch, heads, seq, d_k]。"
           "内存里一个 token 的 d_model 个数是连着放的，直接这样读，一个“头”里就混进了别的 token 的数。"
           "先 view 成 [batch, seq, heads, d_k]，再 transpose(1, 2)"),
-    Looks("interleaved", lambda c: c.x.view(c.b, c.n, c.d_k, c.h).permute(0, 3, 1, 2),
+    Diagnosis("interleaved", lambda c: c.x.view(c.b, c.n, c.d_k, c.h).permute(0, 3, 1, 2),
           "每个头拿到的不是连着的 d_k 维，而是隔几个取一个（头交错了）："
           "像是 view 成了 [batch, seq, d_k, heads]。第 h 个头应当拿第 h·d_k 到 (h+1)·d_k − 1 维，"
           "view 的顺序是 [batch, seq, heads, d_k]"),
-    Looks("heads_reversed", lambda c: c.x.view(c.b, c.n, c.h, c.d_k).permute(0, 2, 1, 3).flip(1),
+    Diagnosis("heads_reversed", lambda c: c.x.view(c.b, c.n, c.h, c.d_k).permute(0, 2, 1, 3).flip(1),
           "头的顺序反了：第 0 个头应当是前 d_k 维"),
 )
 
-MERGE_LOOKS = (
-    Looks("merge_without_transpose", lambda c: c.heads.reshape(c.b, c.n, c.d),
+MERGE_DIAGNOSES = (
+    Diagnosis("merge_without_transpose", lambda c: c.heads.reshape(c.b, c.n, c.d),
           "像是直接把 [batch, heads, seq, d_k] reshape / view 成了 [batch, seq, d_model]，"
           "没有先 transpose(1, 2) 把 seq 换回头的前面：这样拼起来的一行里混着不同 token 的数"),
-    Looks("merge_interleaved", lambda c: c.heads.permute(0, 2, 3, 1).reshape(c.b, c.n, c.d),
+    Diagnosis("merge_interleaved", lambda c: c.heads.permute(0, 2, 3, 1).reshape(c.b, c.n, c.d),
           "各头的数交错着拼在了一起：应当是第 0 个头的 d_k 维整段在前，第 1 个头的整段在后"
           "（transpose(1, 2) 之后是 [batch, seq, heads, d_k]，再 view 成 [batch, seq, d_model]）"),
 )
@@ -52,12 +52,12 @@ def judge_split_merge(heads, merged, x, num_heads) -> str:
         raise HomeworkWrong("题目给的 num_heads 要能整除 d_model：请重新运行上面给出数据的单元", "given")
     c = _Data(x, n_heads)
     shape4 = (c.b, c.h, c.n, c.d_k)
-    judge_tensor(heads, "heads", c.heads, HEAD_LOOKS, c, what=f"形状 {shape4} 的浮点张量", shapes=(
+    judge_tensor(heads, "heads", c.heads, HEAD_DIAGNOSES, c, what=f"形状 {shape4} 的浮点张量", shapes=(
         ("shape_no_transpose", (c.b, c.n, c.h, c.d_k),
          "这是 view 之后、transpose 之前的样子：还要 transpose(1, 2)，把头的维度换到 seq 前面"),
         ("shape_not_split", (c.b, c.n, c.d), "还没有拆开：heads 是四维的 [batch, heads, seq, d_k]"),
     ))
-    judge_tensor(merged, "merged", c.x, MERGE_LOOKS, c, what=f"形状 {(c.b, c.n, c.d)} 的浮点张量", shapes=(
+    judge_tensor(merged, "merged", c.x, MERGE_DIAGNOSES, c, what=f"形状 {(c.b, c.n, c.d)} 的浮点张量", shapes=(
         ("merge_not_flattened", (c.b, c.n, c.h, c.d_k),
          "transpose 之后还要把最后两维 [heads, d_k] 接成一维：.contiguous().view(batch, seq, d_model)"),
         ("merge_shape_heads_first", shape4, "这还是拆开的样子：合并的结果是三维的 [batch, seq, d_model]"),
