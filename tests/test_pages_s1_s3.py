@@ -628,11 +628,11 @@ def test_minus_sign_is_the_ascii_hyphen_minus_in_prose_and_glued_values(built_bo
 
 
 
-def test_s2_even_weights_are_explained_by_the_small_scaled_scores(built_book):
-    """第三步末尾：权重分得比较平均，原因是缩放后的分数小、行内差距小（不是“因为随机初始化”）。
-    句中的三个数都是 glue 的；“比较平均”的结论在这里按算出的值核对：行内最大权重不到最小的 2 倍，
-    而这个倍数正是 e^(行内分数差)。"""
-    from minigpt import attention
+def test_s2_even_weights_are_explained_by_the_small_scaled_scores_and_those_by_the_initialization(built_book):
+    """第三步末尾：权重分得比较平均，因为缩放后的分数小、行内差距小；分数小的原因是 nn.Linear 的默认初始化，
+    不是 d_k 小（式 2.3：缩放后的尺度与 d_k 无关）。句中的数都是 glue 的，这里按算出的值核对：
+    行内最大权重不到最小的 2 倍，这个倍数正是 e^(行内分数差)；四个 d_k 下缩放后分数的标准差都在 1/3 附近。"""
+    from minigpt import attention, experiments
 
     _, ex, w = _toy()
     scaled = attention.scale_scores(attention.attention_scores(ex.Q, ex.K), 4)
@@ -645,7 +645,11 @@ def test_s2_even_weights_are_explained_by_the_small_scaled_scores(built_book):
     assert pasted_after(part, "最多差") == [f"{spread:.2f}"], part.pasted
     assert scaled.abs().max().item() <= bound
     assert ratio < 2 and math.isclose(ratio, math.exp(spread), rel_tol=1e-5)
-    assert "不在初始化本身" in part.text and "所以分得比较平均" not in part.text
+    stds = [s.std_scaled for s in experiments.init_score_std((4, 16, 64, 256), n_seeds=100)]
+    assert pasted_after(part, "这个标准差都在") == [f"{min(stds):.2f}", f"{max(stds):.2f}"], part.pasted
+    assert all(0.28 < s < 0.42 for s in stds), stds
+    assert stds[-1] <= stds[0], stds  # “不随 d_k 变大”
+    assert "原因在初始化" in part.text and "不是因为 $d_k$" not in part.text
 
 
 def test_s2_equations_count_positions_from_zero_like_the_code(built_book):
