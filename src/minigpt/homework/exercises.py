@@ -33,7 +33,7 @@ EXERCISES = (
              lambda a, x: judge_ffn_params(a["w1_params"], a["w2_params"], a["total_params"],
                                            x["hidden_size"], x["d_ff"]),
              given=("hidden_size", "d_ff")),
-    # 以下是本书补充的题（原章的作业只有上面三道）
+    # 以下是本书补充的题（来源教程的作业只有上面三道）
     Exercise("4a", "作业 4（一）拆成各头、再合并", ("heads", "merged"), "check_split_merge",
              lambda a, x: judge_split_merge(a["heads"], a["merged"], x["x"], x["num_heads"]),
              given=("x", "num_heads")),
