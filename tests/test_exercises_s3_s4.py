@@ -73,7 +73,7 @@ def test_s4_pruning_exercise_runs_and_pruning_changes_every_position():
     ns, out = run(exercise_blocks("s4_multi_head")[0])
     diff = ns["full"] - ns["pruned"]
     assert (diff.norm(dim=-1) > 0).all() and "范数" in out
-    # 清零 W_O 的后 4 列，与让头 2 的 Value（权重和偏置）为 0 等价
+    # 清零 W_O 的后 4 列，与让头 1 的 Value（权重和偏置）为 0 等价
     from minigpt.attention import causal_mask
     from minigpt.layers import MultiHeadAttention
     torch.manual_seed(42)

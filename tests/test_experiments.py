@@ -1,12 +1,14 @@
 """书中的数值实验：第 2 节 √d_k 的经验验证，附录的 RNN 与注意力（正文数字见 test_source_numbers.py），第 6 节拿掉 LayerNorm 后的激活大小与只走残差路径的梯度。"""
 
+import math
+
 import pytest
 import torch
 
 from minigpt.attention import causal_mask, to_nn_mha_mask
 from minigpt.experiments import (
     ActivationScale, AttentionGradients, DotProductStat, FirstPositionVsLength, RNNGradients, SoftmaxSaturation,
-    activation_scale, attention_input_gradients, cumulative_mass, dot_product_stats, first_half_share,
+    activation_scale, attention_input_gradients, cumulative_mass, dot_product_stats, first_half_share, init_score_std,
     first_position_gradient_vs_length, lstm_input_gradients, residual_path_gradient,
     rnn_input_gradients, rnn_length_sweep, softmax_saturation,
 )
@@ -193,6 +195,29 @@ def test_at_d_k_64_two_keys_often_score_8_or_more_apart_for_the_same_query():
     gap = ((q * k1).sum(-1) - (q * k2).sum(-1)).abs()
     share = (gap >= 8).double().mean().item()
     assert 0.4 < share < 0.56, share
+
+
+def test_nn_linear_default_weights_are_uniform_within_one_over_sqrt_fan_in():
+    """第 2 节：nn.Linear 默认把权重均匀地取在 ±1/√d_model 之间，方差 1/(3·d_model)。"""
+    torch.manual_seed(0)
+    for d in (4, 64, 256):
+        w = torch.nn.Linear(d, 256, bias=False).weight.detach().double()
+        bound = 1 / math.sqrt(d)
+        assert w.abs().max().item() <= bound and w.abs().max().item() > 0.99 * bound
+        assert abs(w.var().item() * 3 * d - 1) < 0.05
+
+
+def test_default_init_gives_scaled_scores_with_std_near_one_third_for_every_d_k():
+    """第 2 节：Q、K 分量方差约 1/3（标准差约 0.577），缩放后分数的标准差约 1/3，与 d_k 无关。"""
+    torch.manual_seed(5)
+    before = torch.rand(1)
+    torch.manual_seed(5)
+    res = init_score_std((4, 16, 64, 256), n_seeds=100)
+    assert torch.equal(torch.rand(1), before)  # 不动全局随机状态
+    assert [r.d_k for r in res] == [4, 16, 64, 256]
+    for r in res:
+        assert abs(r.std_q - math.sqrt(1 / 3)) < 0.03, r
+        assert 0.28 < r.std_scaled < 0.42, r
 
 
 def test_dot_product_stats_leaves_global_rng_alone():

@@ -123,12 +123,17 @@ def test_glossary_defines_every_term_of_the_book(built_book):
 
 
 def _width_names_table(path: Path) -> list[str]:
-    """第 4 节“同一个量在不同框架里的名字”表格第一列里的代码名。"""
+    """第 4 节“本书各处怎样写模型宽度”表格第二列（写法，如 `embed_dim=4`）里等号前的参数名。"""
     table = soup(path).select_one("table#tab-s4-width-names")
     assert table is not None, "第 4 节没有 id 为 tab-s4-width-names 的表格"
     names = []
     for row in table.select("tbody tr"):
-        names += [span.get_text() for span in row.find("td").select("span.pre")]
+        cells = row.find_all("td")
+        assert len(cells) == 2, row.get_text(" ", strip=True)
+        for code in cells[1].select("code"):
+            name = code.get_text().split("=")[0].strip()
+            if name not in names:
+                names.append(name)
     return names
 
 

@@ -173,9 +173,9 @@ def test_mask_toggle_starts_masked_with_zero_future_weights(figures):
     assert f"{t.masked_weights[1, 2].item():.4f}" == "0.0000"
 
 
-def test_head_selector_starts_on_head_1(figures):
+def test_head_selector_starts_on_head_0(figures):
     labels, w = cases.heads()
-    assert readout("s4-heads", figures) == [ "头 1 中 sat 这一行：" + "，".join(
+    assert readout("s4-heads", figures) == [ "头 0 中 sat 这一行：" + "，".join(
         f"{name} {v:.2f}" for name, v in zip(labels, w[0, 2].tolist()))]
 
 

@@ -314,21 +314,21 @@ def test_causal_mask_toggle_by_keyboard_and_mouse(tab, site, screenshots):
 def head_line(head: int) -> list[str]:
     labels, w = cases.heads()
     return [f"头 {head} 中 sat 这一行：" + "，".join(
-        f"{name} {v:.2f}" for name, v in zip(labels, w[head - 1, 2].tolist()))]
+        f"{name} {v:.2f}" for name, v in zip(labels, w[head, 2].tolist()))]
 
 
 def test_head_selector_by_keyboard_and_mouse(tab, site, screenshots):
     fig = Figure(tab, site, "s4-heads")
     try:
         page, root = fig.page, fig.root
-        assert fig.readout() == head_line(1)
-        root.locator('input[type="radio"][value="1"]').focus()
+        assert fig.readout() == head_line(0)
+        root.locator('input[type="radio"][value="0"]').focus()
         page.keyboard.press("ArrowRight")
-        assert fig.wait_readout(head_line(2)) == head_line(2)
-        assert root.locator('input[type="radio"][value="2"]').is_checked()
-        fig.shot(screenshots, "-head2")
-        root.get_by_text("头 1", exact=True).click()
         assert fig.wait_readout(head_line(1)) == head_line(1)
+        assert root.locator('input[type="radio"][value="1"]').is_checked()
+        fig.shot(screenshots, "-head1")
+        root.get_by_text("头 0", exact=True).click()
+        assert fig.wait_readout(head_line(0)) == head_line(0)
         group = root.locator(".vega-bind-radio")
         assert group.get_attribute("role") == "radiogroup"
         assert group.get_attribute("aria-label") == "选择头"

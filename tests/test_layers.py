@@ -111,7 +111,7 @@ def test_split_and_merge_heads_are_inverse_and_slice_features():
     t = torch.arange(2 * 3 * 8.0).view(2, 3, 8)
     s = mha.split_heads(t)
     assert s.shape == (2, 2, 3, 4)
-    assert torch.equal(s[:, 1], t[..., 4:])  # 头 2 看后 4 维
+    assert torch.equal(s[:, 1], t[..., 4:])  # 头 1 看后 4 个分量
     assert torch.equal(mha.merge_heads(s), t)
 
 

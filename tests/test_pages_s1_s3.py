@@ -80,7 +80,7 @@ def test_index_says_which_numbers_are_computed_and_which_are_illustrative(built_
     for kind in ("打印", "图", "正文"):
         assert kind in computed, kind
     assert "“示意”" in illustrative and "第 1 节" in illustrative
-    assert "中文教程" in illustrative, "示意数字出自来源教程，首页要说清"
+    assert "来源教程" in illustrative, "示意数字出自来源教程，首页要说清"
 
 
 def test_index_limits_reproducibility_to_the_pinned_pytorch_and_platform(built_book):
@@ -113,11 +113,11 @@ def test_index_front_page_shows_no_code_cell(built_book):
 def test_intro_title_and_links_to_every_section_it_promises(built_book):
     page = load(built_book, "intro")
     assert page.title == "导读"
-    route = section(built_book, "intro", "本章的路线")
+    route = section(built_book, "intro", "本书的路线")
     for doc in ("s1_intuition", "s2_scaled_dot_product", "s3_causal_mask", "s4_multi_head",
                 "s5_ffn", "s6_block"):
         assert any(h.split("#")[0] == f"{doc}.html" for h in route.hrefs), f"路线里没有链接到 {doc}"
-    place = section(built_book, "intro", "本章在模型里的位置")
+    place = section(built_book, "intro", "本书在模型里的位置")
     rows = table_rows(BeautifulSoup(place.html, "html.parser").find("table"))
     cells = {row[0]: " ".join(row[1:]) for row in rows if row}
     assert "Position Encoding" in cells["输入层"] and "logits" in cells["输出层"]
@@ -163,7 +163,7 @@ def test_s1_illustrative_row_has_full_header_and_is_marked(built_book):
     assert cells[0] == "sat" and abs(sum(float(c) for c in cells[1:]) - 1) < 1e-9, cells
     assert "示意" in note.get_text()
     # 这一行数是来源教程编的，不是本书编的：说明里写明出处并链接到参考资料页
-    assert "中文教程" in note.get_text() and "我们" not in note.get_text(), note.get_text()
+    assert "来源教程" in note.get_text() and "我们" not in note.get_text(), note.get_text()
     assert note.find("a", href=re.compile(r"^references\.html")), note
 
 
@@ -358,7 +358,7 @@ def test_s2_ends_with_self_check(built_book):
 
 def test_summary_follows_one_token_through_the_block(built_book):
     page = load(built_book, "summary")
-    assert page.title.endswith("全章回顾")
+    assert page.title.endswith("全书回顾")
     walk = section(built_book, "summary", "在一个 Block 里经历了什么")
     # 一个 Block 里的顺序：注意力（多头）→ 残差与 LayerNorm → FFN（之后再残差与 LayerNorm）
     order = ["Query", "注意力分数", "注意力权重", "因果遮蔽", "多头注意力", "残差连接", "LayerNorm", "前馈网络"]
@@ -422,7 +422,7 @@ def test_s3_leak_is_any_nonzero_weight_and_training_would_grow_it(built_book):
     toy = torch.softmax(torch.tensor([0.3, 0.5, 0.8]), dim=-1)
     assert f"以 {toy[2].item():.2f} 的权重" in leak, leak
     assert "最大" not in leak, "泄露与份额是否最大无关"
-    assert any("示意分数" in p and "中文教程" in p for p in paragraphs(page)), "示意分数没有写明出自来源教程"
+    assert any("示意分数" in p and "来源教程" in p for p in paragraphs(page)), "示意分数没有写明出自来源教程"
     assert "梯度下降" in leak and "加大这份权重" in leak, leak
     # 指向后面小实验的交叉引用写的是节号（第 3.5 节），不是那一节的标题
     assert "训练会把偷看放大一节" not in leak
@@ -526,7 +526,8 @@ def test_s3_leak_text_matches_the_code_9_drawn_8_fed_and_the_last_position_canno
     *copied, last = r["by_pos"]
     floor = math.log(10) / seq_len
     para = _paragraph_with(page, "无处可抄")
-    assert f"第 {seq_len + 1} 个 token" in para and f"前 {seq_len - 1} 个位置" in para, para
+    assert f"位置 {seq_len} 上的 token" in para and f"前 {seq_len - 1} 个位置" in para, para
+    assert f"第 {seq_len + 1} 个 token" not in para, para  # 位置从 0 数：不写“第 N 个”
     assert f"最后一个位置是 {last:.2f}，不比瞎猜的 {r['chance']} 好" in para, para
     assert f"约 {floor:.2f}" in para, para
     # 结论和数相符：最后一个位置不比瞎猜好，其余位置抄到了，训练损失停在下限上方不远处
@@ -628,11 +629,11 @@ def test_minus_sign_is_the_ascii_hyphen_minus_in_prose_and_glued_values(built_bo
 
 
 
-def test_s2_even_weights_are_explained_by_the_small_scaled_scores(built_book):
-    """第三步末尾：权重分得比较平均，原因是缩放后的分数小、行内差距小（不是“因为随机初始化”）。
-    句中的三个数都是 glue 的；“比较平均”的结论在这里按算出的值核对：行内最大权重不到最小的 2 倍，
-    而这个倍数正是 e^(行内分数差)。"""
-    from minigpt import attention
+def test_s2_even_weights_are_explained_by_the_small_scaled_scores_and_those_by_the_initialization(built_book):
+    """第三步末尾：权重分得比较平均，因为缩放后的分数小、行内差距小；分数小的原因是 nn.Linear 的默认初始化，
+    不是 d_k 小（式 2.3：缩放后的尺度与 d_k 无关）。句中的数都是 glue 的，这里按算出的值核对：
+    行内最大权重不到最小的 2 倍，这个倍数正是 e^(行内分数差)；四个 d_k 下缩放后分数的标准差都在 1/3 附近。"""
+    from minigpt import attention, experiments
 
     _, ex, w = _toy()
     scaled = attention.scale_scores(attention.attention_scores(ex.Q, ex.K), 4)
@@ -645,7 +646,12 @@ def test_s2_even_weights_are_explained_by_the_small_scaled_scores(built_book):
     assert pasted_after(part, "最多差") == [f"{spread:.2f}"], part.pasted
     assert scaled.abs().max().item() <= bound
     assert ratio < 2 and math.isclose(ratio, math.exp(spread), rel_tol=1e-5)
-    assert "不在初始化本身" in part.text and "所以分得比较平均" not in part.text
+    stds = [s.std_scaled for s in experiments.init_score_std((4, 16, 64, 256), n_seeds=100)]
+    assert pasted_after(part, "这个标准差都在") == [f"{min(stds):.2f}"], part.pasted
+    assert pasted_after(part, f"{min(stds):.2f} 到") == [f"{max(stds):.2f}"], part.pasted
+    assert all(0.28 < s < 0.42 for s in stds), stds
+    assert stds[-1] <= stds[0], stds  # “不随 d_k 变大”
+    assert "原因在初始化" in part.text and "不是因为 $d_k$" not in part.text
 
 
 def test_s2_equations_count_positions_from_zero_like_the_code(built_book):
@@ -665,7 +671,9 @@ def test_pages_do_not_point_to_chapters_this_book_does_not_have():
         for phrase in ("前面几章", "下一章", "上一章"):
             assert phrase not in text, (doc, phrase)
     intro = (REPO / "book" / "intro.md").read_text(encoding="utf-8")
-    assert intro.count("不在本书里") == 2 and "references" in intro
+    assert intro.count("不在本书里") == 2 and "source_tutorial_zh" in intro  # 引用来源教程，不许诺它的“下一节”
+    summary = (REPO / "book" / "summary.md").read_text(encoding="utf-8")
+    assert "下一节" not in summary and "来源教程" not in summary
 
 
 def test_d_k_and_d_model_are_called_width_everywhere_like_the_glossary():

@@ -56,7 +56,7 @@ def _paragraphs(page) -> list[str]:
 def test_s4_title_and_width_names_table(built_book):
     page = load(built_book, "s4_multi_head")
     assert page.title.endswith("多头注意力：几个头各读一份")
-    for name in ("d_model", "embed_dim", "hidden_size", "n_embd", "nn.MultiheadAttention", "HuggingFace"):
+    for name in ("d_model", "embed_dim", "hidden_size", "n_embd", "nn.MultiheadAttention", "Hugging Face"):
         assert name in page.text, name
     assert "表 4.1" in page.text  # 表有编号并被引用
 
@@ -81,10 +81,12 @@ def test_s4_head_widths_of_real_models_are_computed_and_cited(built_book):
     assert "Radford" in para and "Brown" in para, para
 
 
-def test_s4_states_the_multihead_equation(built_book):
+def test_s4_states_the_multihead_equation_with_heads_counted_from_0(built_book):
+    """式 4.1 照本书（和作业 4）的数法从 0 数头：head_0 … head_{h-1}；正文说明论文从 1 数。"""
     page = load(built_book, "s4_multi_head")
     eq = next((m for m in page.math if "MultiHead" in m), "")
-    for part in (r"\operatorname{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W^O",
+    assert "原论文从 1 数起" in page.text and "头 0" in page.text
+    for part in (r"\operatorname{Concat}(\mathrm{head}_0, \dots, \mathrm{head}_{h-1})\, W^O",
                  r"\mathrm{head}_i &= \operatorname{Attention}(Q W_i^Q,\; K W_i^K,\; V W_i^V)"):
         assert part in eq, eq
 
@@ -162,18 +164,18 @@ def test_s4_illustration_is_labelled_and_real_heads_are_shown(built_book):
     # 示意的两行：每行是 sat 分给 the / cat / sat 的权重，加起来是 1；
     # 表后那段故事给每个头起的名字，和它最大的那一格对得上
     assert find_table_row(page, "示意")[1:] == ["the", "cat", "sat"]
-    for first_cell, top in (("头 1", "cat"), ("头 2", "sat")):
+    for first_cell, top in (("头 0", "cat"), ("头 1", "sat")):
         row = find_table_row(page, first_cell)
         weights = dict(zip(("the", "cat", "sat"), map(float, row[1:4])))
         assert abs(sum(weights.values()) - 1) < 1e-9, row
         assert max(weights, key=weights.get) == top, row
-    assert re.search(r"头 1[^。]*七成[^。]*cat[^。]*“句法头”[^。]*头 2[^。]*七成[^。]*sat[^。]*“词义头”", page.text), \
-        "示意表后面没有把“句法头”“词义头”分别对上头 1（cat）和头 2（sat）"
+    assert re.search(r"头 0[^。]*七成[^。]*cat[^。]*“句法头”[^。]*头 1[^。]*七成[^。]*sat[^。]*“词义头”", page.text), \
+        "示意表后面没有把“句法头”“词义头”分别对上头 0（cat）和头 1（sat）"
     # 这两行数出自本书所依据的中文教程（它编的示意，不是测出来的）：紧挨着表的那一段说明出处并链接到参考资料页
     doc = soup(page.path)
     table = doc.find("table", id="tab-s4-illustration")
     intro = table.find_previous("p")
-    assert "中文教程" in intro.get_text() and "示意" in intro.get_text(), intro.get_text()
+    assert "来源教程" in intro.get_text() and "示意" in intro.get_text(), intro.get_text()
     assert any(a.get("href", "").startswith("references.html") for a in intro.find_all("a")), intro
     assert "讲多头注意力的材料里常用" not in page.text
     caption = table.find("caption").get_text()
@@ -444,7 +446,7 @@ def test_s6_encoder_layer_sentence_names_every_argument_the_test_sets():
     kwargs = {k.arg for k in calls[0].keywords} | {"dim_feedforward"}   # d_ff 是第三个位置参数
     assert len(calls[0].args) == 3
     page = (here.parent / "book" / "s6_block.md").read_text(encoding="utf-8")
-    sentence = next(p for p in page.split("\n\n") if "nn.TransformerEncoderLayer" in p and "test_layers.py" in p)
+    sentence = next(p for p in page.split("\n\n") if "nn.TransformerEncoderLayer" in p and "构建本书时的测试核对过" in p)
     for name in kwargs:
         assert f"`{name}`" in sentence or f"`{name}=" in sentence, (name, sentence)
     assert "2048" in sentence and "0.1" in sentence
@@ -514,10 +516,10 @@ def test_s6_ends_with_three_self_check_questions_and_collapsed_answers(built_boo
 
 def test_summary_links_every_section(built_book):
     page = load(built_book, "summary")
-    assert page.title.endswith("全章回顾")
+    assert page.title.endswith("全书回顾")
     for doc in SECTION_DOCS:
         assert _links_to(page, doc), f"小结没有链接到 {doc}"
-    assert "Mini-GPT" in page.text and "-\\infty" in " ".join(page.math)
+    assert "-\\infty" in " ".join(page.math)
 
 
 def test_references_list_and_are_cited_from_the_pages(built_book):

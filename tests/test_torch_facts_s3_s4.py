@@ -232,10 +232,8 @@ def test_transpose_moves_no_data_view_refuses_and_reshape_copies():
 
 
 def test_width_names_of_the_table_are_the_real_parameter_names():
-    """第 4 节表 4.1：nn.Transformer 叫 d_model、默认 512；nn.MultiheadAttention 叫 embed_dim、没有默认值。"""
+    """第 4 节表 4.1：第 3 节和附录调用的 nn.MultiheadAttention 把模型宽度叫 embed_dim（和 num_heads 一起给）。"""
     import inspect
-    transformer = inspect.signature(nn.Transformer).parameters
-    assert "d_model" in transformer and transformer["d_model"].default == 512
     mha = inspect.signature(nn.MultiheadAttention).parameters
     assert "embed_dim" in mha and mha["embed_dim"].default is inspect.Parameter.empty
     assert "num_heads" in inspect.signature(nn.MultiheadAttention).parameters

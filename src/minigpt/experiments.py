@@ -20,6 +20,7 @@ import torch.nn as nn
 from .attention import (
     attention_scores, causal_mask, scale_scores, softmax_weights, to_nn_mha_mask,
 )
+from .data import make_toy_example
 from .layers import FeedForward, MultiHeadAttention, TransformerBlock
 
 
@@ -335,6 +336,47 @@ def dot_product_stats(d_k_values: Sequence[int] = (4, 16, 64, 256),
             var_scaled=(dots / math.sqrt(d_k)).var().item(),
         ))
     return stats
+
+
+@dataclass(frozen=True, kw_only=True)
+class InitScoreStd:
+    """一个 d_k 下，默认初始化时缩放后分数的标准差
+    （见第 2 节 缩放点积注意力「softmax 归一化」）。
+    """
+
+    d_k: int
+    n_seeds: int
+    std_q: float       # Q 各分量的标准差，理论值 √(1/3) ≈ 0.577
+    std_scaled: float  # 缩放后分数 q·k/√d_k 的标准差，约 1/3，与 d_k 无关
+
+
+def init_score_std(d_k_values: Sequence[int] = (4, 16, 64, 256),
+                   n_seeds: int = 100) -> list[InitScoreStd]:
+    """量一量还没训练的玩具例子里，缩放后的分数有多大
+    （见第 2 节 缩放点积注意力「softmax 归一化」）。
+
+    每个 d_k 取 d_model = d_k，用种子 0 … n_seeds−1 各按 make_toy_example
+    的顺序造一次 “the cat sat”（嵌入 + 三个默认初始化的 nn.Linear），
+    把所有种子的九个缩放后分数放在一起求标准差。
+    nn.Linear 默认把权重均匀地取在 ±1/√d_model 之间（方差 1/(3·d_model)），
+    嵌入的分量方差为 1，所以 Q、K 每个分量的方差约 1/3，
+    缩放后分数的标准差约 1/3，与 d_k 无关。不改变全局随机状态。
+    """
+    results = []
+    with torch.random.fork_rng(devices=[]):
+        for d_k in d_k_values:
+            qs, scaled = [], []
+            for seed in range(n_seeds):
+                ex = make_toy_example(d_model=d_k, d_k=d_k, seed=seed)
+                qs.append(ex.Q.flatten())
+                scores = attention_scores(ex.Q, ex.K)  # [3, 3]
+                scaled.append(scale_scores(scores, d_k).flatten())
+            results.append(InitScoreStd(
+                d_k=d_k, n_seeds=n_seeds,
+                std_q=torch.cat(qs).double().std().item(),
+                std_scaled=torch.cat(scaled).double().std().item(),
+            ))
+    return results
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

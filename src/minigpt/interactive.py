@@ -417,20 +417,20 @@ def head_selector(weights_per_head, labels, static: Figure, alt: str,
     i = range(len(labels))[row]
     cells, rows = [], []
     for h in range(heads):
-        cells += _heatmap_cells(w[h], labels, 0.0, 1.0, head=h + 1)
+        cells += _heatmap_cells(w[h], labels, 0.0, 1.0, head=h)
         row_text = "，".join(f"{labels[j]} {w[h, i, j]:.2f}"
                             for j in range(len(labels)))
-        rows.append({"head": h + 1,
-                     "text": f"头 {h + 1} 中 {labels[i]} 这一行：{row_text}"})
+        rows.append({"head": h,
+                     "text": f"头 {h} 中 {labels[i]} 这一行：{row_text}"})
     chart = _heatmap(labels, 0.0, 1.0, "注意力权重")
     spec = {
         "description": ("注意力权重热力图，行是 Query，列是 Key。"
                         f"用单选按钮在 {heads} 个头之间切换；"
                         f"图下方读出所选头里 {labels[i]} 这一行的权重。"),
         "config": _config(),
-        "params": [{"name": "head", "value": 1,
-                    "bind": {"input": "radio", "options": list(range(1, heads + 1)),
-                             "labels": [f"头 {h}" for h in range(1, heads + 1)],
+        "params": [{"name": "head", "value": 0,  # 头从 0 数起，与张量下标一致
+                    "bind": {"input": "radio", "options": list(range(heads)),
+                             "labels": [f"头 {h}" for h in range(heads)],
                              "name": "选择头："}}],
         "vconcat": [
             {"data": {"values": cells},
@@ -612,7 +612,7 @@ def trained_head_explorer(weights, tokens, static: Figure, alt: str,
                       "name": "选择层："}},
             {"name": "head", "value": head,
              "bind": {"input": "radio", "options": list(range(1, heads + 1)),
-                      "labels": [f"头 {h}" for h in range(1, heads + 1)],
+                      "labels": [f"头 {h}" for h in range(heads)],
                       "name": "选择头："}},
             pos_param,
         ],

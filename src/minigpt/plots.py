@@ -213,7 +213,7 @@ def head_weights(weights_per_head: ArrayLike, labels: Sequence[str]) -> Figure:
     )
     for h, ax in enumerate(axes[0]):
         im = _draw_heatmap(ax, values[h], labels, labels, 0.0, 1.0)
-        ax.set_title(f"头 {h + 1}")
+        ax.set_title(f"头 {h}")
         if h:
             ax.set_ylabel("")
     fig.colorbar(im, ax=axes[0], shrink=0.8)
@@ -244,15 +244,15 @@ def multihead_diagram() -> Figure:
     match, data, out_c = "#fcd9b6", "#eeeeee", "#cde4f7"
     n_dm = r"$[n,\ d_{\mathrm{model}}]$"
     _box(ax, (0.2, 3.9), 2.2, 1.6, "$X$\n" + n_dm, data, 11)
-    heads = {"1": 7.6, "2": 5.3, "h": 1.9}  # 每个头一行：中心的 y
+    heads = {"0": 7.6, "1": 5.3, "h-1": 1.9}  # 每个头一行：中心的 y；头从 0 数起
     for i, yc in heads.items():
         ax.add_patch(FancyBboxPatch(
             (2.9, yc - 0.95), 8.4, 1.9, boxstyle="round,pad=0.02,rounding_size=0.2",
             facecolor="none", edgecolor="#9e9e9e", linewidth=1, linestyle="--",
         ))
-        ax.text(3.55, yc, f"头 {i}" if i != "h" else "头 $h$", ha="center",
+        ax.text(3.55, yc, f"头 {i}" if i != "h-1" else "头 $h-1$", ha="center",
                 va="center", fontsize=10)
-        proj = rf"$\times\ W_{i}^Q,\ W_{i}^K,\ W_{i}^V$"
+        proj = rf"$\times\ W_{{{i}}}^Q,\ W_{{{i}}}^K,\ W_{{{i}}}^V$"
         _box(ax, (4.3, yc - 0.65), 2.9, 1.3, proj, match, 10)
         _box(ax, (7.8, yc - 0.65), 3.2, 1.3, "缩放点积注意力", match, 10)
         _arrow(ax, (2.4, 4.7), (2.9, yc))
@@ -293,7 +293,7 @@ def variance_vs_dk(stats: Sequence[DotProductStat]) -> Figure:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xticks(d, labels=[str(int(x)) for x in d])
-    ax.set_xlabel(r"$d_k$（Query、Key 的维度）")
+    ax.set_xlabel(r"$d_k$（Query、Key 的宽度）")
     ax.set_ylabel("点积的方差（对数轴）")
     ax.set_title(r"不缩放：方差与 $d_k$ 成正比；缩放后：与 $d_k$ 无关，停在 1")
     ax.grid(True, alpha=0.3)

@@ -22,7 +22,7 @@
 - ``checker``：笔记本里的检查器（它和批改程序判的是同一件事：同一个判题函数、同一份重新生成的题目数据）；
 - ``dot_score``、``score_matrix``（作业 1）、``mask_matrix``、``masked_weights``（作业 2）、
   ``ffn_params``（作业 3）、``split_merge``、``mha_forward``（作业 4）、``layer_norm``、``block``（作业 5）：
-  一道小题一个模块（作业 1–3 是原章的三道题，作业 4、5 是本书补充的）；
+  一道小题一个模块（作业 1–3 是来源教程的三道题，作业 4、5 是本书补充的）；
 - ``exercises``：题目清单 ``EXERCISES``（一道小题一行）和由它做成的 ``check_xxx``。
 
 批改作业用 ``python -m minigpt.grade``（见 minigpt/grading/）；它用 ``EXERCISES`` 和

@@ -24,7 +24,7 @@ EXERCISES = (
     Exercise("2a", "作业 2（一）遮蔽矩阵", judge_causal_mask),
     Exercise("2b", "作业 2（二）遮蔽后的权重", judge_masked_weights, points=3),
     Exercise("3", "作业 3 FFN 的参数个数", judge_ffn_params),
-    # 以下是本书补充的题（原章的作业只有上面三道）
+    # 以下是本书补充的题（来源教程的作业只有上面三道）
     Exercise("4a", "作业 4（一）拆成各头、再合并", judge_split_merge),
     Exercise("4b", "作业 4（二）多头注意力的输出", judge_mha_output, points=3),
     Exercise("5a", "作业 5（一）亲手算 LayerNorm", judge_layer_norm),
