@@ -53,30 +53,36 @@ class TinyGPT(nn.Module):
         self.out = nn.Linear(d_model, vocab_size)
         self.register_buffer("mask", causal_mask(seq_len), persistent=False)
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """ids: [batch, seq] → logits [batch, seq, vocab]。"""
-        x, _ = self._run(ids, keep_weights=False)
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids: [batch, seq] → 第 1 层的输入 [batch, seq, d_model]：token 嵌入 + 位置嵌入。"""
+        _check_ids(ids, self.seq_len)
+        return self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
+
+    def forward(self, ids: torch.Tensor,
+                masks: dict[int, torch.Tensor] | None = None) -> torch.Tensor:
+        """ids: [batch, seq] → logits [batch, seq, vocab]。
+        masks：{第几层（从 1 数）: 遮蔽}，给了的层用它代替因果遮蔽（第 7 节的改道实验）。"""
+        x = self.embed(ids)                              # [batch, seq, d_model]
+        causal = self.mask[:ids.shape[1], :ids.shape[1]]
+        for layer, block in enumerate(self.blocks, start=1):
+            x = block(x, (masks or {}).get(layer, causal))  # [batch, seq, d_model]
         return self.out(x)
+
+    def block_inputs(self, ids: torch.Tensor) -> list[torch.Tensor]:
+        """每一层读到的输入（残差流）：第 l 项是第 l+1 层的 [batch, seq, d_model]。"""
+        causal = self.mask[:ids.shape[1], :ids.shape[1]]
+        xs = [self.embed(ids)]
+        for block in self.blocks[:-1]:
+            xs.append(block(xs[-1], causal))
+        return xs
 
     def attention(self, ids: torch.Tensor) -> list[torch.Tensor]:
         """每一层每个头的注意力权重：
         列表的第 l 项是第 l+1 层的 [batch, heads, seq, seq]。"""
+        causal = self.mask[:ids.shape[1], :ids.shape[1]]
         with torch.no_grad():
-            _, weights = self._run(ids, keep_weights=True)
-        return weights
-
-    def _run(self, ids: torch.Tensor, keep_weights: bool,
-             ) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        _check_ids(ids, self.seq_len)
-        seq = ids.shape[1]
-        mask = self.mask[:seq, :seq]
-        x = self.tok(ids) + self.pos(torch.arange(seq))  # [batch, seq, d_model]
-        weights = []
-        for block in self.blocks:
-            if keep_weights:
-                weights.append(block.attention_weights(x, mask))
-            x = block(x, mask)                            # [batch, seq, d_model]
-        return x, weights
+            return [block.attention_weights(x, causal)
+                    for block, x in zip(self.blocks, self.block_inputs(ids))]
 
 
 def _check_ids(ids: torch.Tensor, seq_len: int) -> None:
@@ -275,15 +281,17 @@ def untrained(n_layers: int = 2, num_heads: int = 2, seed: int = 0,
 
 def train_repeat(n_layers: int = 2, num_heads: int = 2, steps: int = 800,
                  seed: int = 0, batch: int = 64, lr: float = 5e-3,
-                 keep: tuple[int, ...] = ()) -> TrainedModel:
+                 keep: tuple[int, ...] = (), repeat: bool = True) -> TrainedModel:
     """在重复序列上训练 TinyGPT（d_model 32、d_ff 64），返回 TrainedModel
     （见第 7 节 训练出来的头）。
 
     模型读 23 个 token（序列的位置 0..22），位置 i 猜位置 i+1 上的 token。
     keep=(300, 400) 之类：顺便留下第 300、400 步之后的模型（TrainedModel.snapshots）。
+    repeat=False：对照组，训练序列的“第二遍”换成新的随机 token，从不重复。
     """
     model = untrained(n_layers, num_heads, seed)
-    return _train(model, lambda g: repeat_batch(batch, g).ids, steps, lr, seed, keep)
+    return _train(model, lambda g: repeat_batch(batch, g, repeat=repeat).ids,
+                  steps, lr, seed, keep)
 
 
 def train_grammar(n_layers: int = 1, num_heads: int = 2, steps: int = 400,
@@ -319,16 +327,107 @@ def _check_layer_head(model: TinyGPT, layer: int, head: int) -> None:
 
 
 # 第 7 节 训练出来的头「第二层靠第一层」
-def without_head(model: TinyGPT, layer: int, head: int) -> TinyGPT:
-    """复制一份模型，把第 layer 层（从 1 数）第 head 个头（从 1 数）剪掉：
-    W_O 里读这个头输出的那几列清零，这个头就再也写不进残差流。原模型不变。"""
+def without_head(model: TinyGPT, layer: int, head: int,
+                 mean_over: RepeatBatch | None = None) -> TinyGPT:
+    """复制一份模型，把第 layer 层（从 1 数）第 head 个头（从 1 数）剪掉。原模型不变。
+
+    mean_over=None（置零）：W_O 里读这个头输出的那几列清零，这个头什么都不写进残差流。
+    mean_over=一批数据（换成平均）：这个头在这批数据上的平均输出，经同样那几列写进 W_O 的偏置；
+    它每个位置都写同一个向量，不再随输入变化，残差流的大小却和训练时一样。
+    """
     _check_layer_head(model, layer, head)
     mha = model.blocks[layer - 1].attn
     pruned = copy.deepcopy(model)
     cols = slice((head - 1) * mha.d_k, head * mha.d_k)
     with torch.no_grad():
-        pruned.blocks[layer - 1].attn.W_O.weight[:, cols] = 0
+        W_O = pruned.blocks[layer - 1].attn.W_O
+        if mean_over is not None:
+            W_O.bias += W_O.weight[:, cols] @ head_output(model, layer, mean_over.ids[:, :-1])[
+                :, head - 1].mean(dim=(0, 1))
+        W_O.weight[:, cols] = 0
     return pruned
+
+
+def head_output(model: TinyGPT, layer: int, ids: torch.Tensor) -> torch.Tensor:
+    """第 layer 层（从 1 数）每个头乘 W_O 之前的输出 [batch, heads, seq, d_k]
+    （见第 7 节「第二层靠第一层」）。"""
+    block = model.blocks[layer - 1]
+    x = model.block_inputs(ids)[layer - 1]                    # [batch, seq, d_model]
+    with torch.no_grad():
+        v = block.attn.split_heads(block.attn.W_V(x))         # [batch, heads, seq, d_k]
+        weights = block.attention_weights(x, model.mask[:ids.shape[1], :ids.shape[1]])
+        return weights @ v                                    # [batch, heads, seq, d_k]
+
+
+# 第 7 节 训练出来的头「抄，直接量」
+def redirected_copy(model: TinyGPT, data: RepeatBatch,
+                    generator: torch.Generator) -> tuple[float, float]:
+    """把最后一层的注意力强行改到一个随机的早先位置 j 上，看模型会不会把 token[j] 说出来。
+
+    每条序列只看最后一行 t（模型读的最后一个位置），j 在 1..t-1 里均匀抽取；改道用的是遮蔽：
+    第 t 行只许看 j，其余各行照常因果遮蔽。返回 token[j] 的平均概率 (改道前, 改道后)。
+    """
+    ids = data.ids[:, :-1]                                     # [batch, seq]
+    batch, seq = ids.shape
+    t = seq - 1
+    j = torch.randint(1, t, (batch,), generator=generator)     # [batch]
+    mask = causal_mask(seq).expand(batch, 1, seq, seq).clone()  # [batch, 1, seq, seq]
+    mask[:, 0, t] = False
+    mask[torch.arange(batch), 0, t, j] = True
+    target = ids[torch.arange(batch), j]                       # token[j]
+    with torch.no_grad():
+        before = model(ids)[:, t].softmax(-1)
+        after = model(ids, masks={len(model.blocks): mask})[:, t].softmax(-1)
+    rows = torch.arange(batch)
+    return before[rows, target].mean().item(), after[rows, target].mean().item()
+
+
+# 第 7 节 训练出来的头「门槛 0.5 旁边的基线」
+def uniform_weights(batch: int, seq: int) -> torch.Tensor:
+    """把权重平均摊给自己和左边所有位置的“头”：[batch, 1, seq, seq]，第 i 行每格 1/(i+1)。"""
+    w = causal_mask(seq).double()
+    return (w / w.sum(-1, keepdim=True)).expand(batch, 1, seq, seq)
+
+
+# 第 7 节 训练出来的头「相变」
+def phase_curves(run: TrainedModel, data: RepeatBatch) -> dict[str, list[float]]:
+    """每个留下的副本（按步数）：第二遍能抄的位置的损失、其余位置的损失、
+    第 1 层最高的前一个 token 分数、第 2 层最低的归纳分数。"""
+    curves = {"step": [], "copy": [], "other": [], "previous": [], "induction": []}
+    for step in sorted(run.snapshots):
+        model = run.snapshots[step]
+        scores = head_scores(model, data)
+        copy_loss, other_loss = repeat_losses(model, data)
+        for key, value in (("step", step), ("copy", copy_loss), ("other", other_loss),
+                           ("previous", max(scores[0]["previous"])),
+                           ("induction", min(scores[-1]["induction"]))):
+            curves[key].append(value)
+    return curves
+
+
+def first_step_above(steps: list[int], values: list[float], threshold: float) -> int | None:
+    """values 第一次超过 threshold 时的步数；一直没超过就是 None（见第 7 节「相变」）。"""
+    return next((s for s, v in zip(steps, values) if v > threshold), None)
+
+
+# 第 7 节 训练出来的头「第二遍里，一个位置一个位置地看」
+def second_pass_losses(model: TinyGPT, data: RepeatBatch) -> list[float]:
+    """第二遍里第 k 个 token（k 从 0 数）的平均损失，k = 0..最短的 A 长度 - 1。
+    k = 0 时上一次出现处后面的 token 还没法抄（第二遍才刚开始）。"""
+    with torch.no_grad():
+        logits = model(data.ids[:, :-1])
+        loss = F.cross_entropy(logits.transpose(1, 2), data.ids[:, 1:],
+                               reduction="none")                 # [batch, seq-1]
+    rows = torch.arange(data.ids.shape[0])
+    # 要猜的 token 在位置 start + k，是第 start + k - 1 行的答案
+    return [loss[rows, data.starts - 1 + k].mean().item()
+            for k in range(int(data.lengths.min()))]
+
+
+def previous_token_by_row(weights: torch.Tensor) -> torch.Tensor:
+    """每个头、每一行 i（从 1 起）分给 i-1 的平均权重：[batch, heads, seq, seq] → [heads, seq-1]
+    （见第 7 节「第二遍里，一个位置一个位置地看」）。"""
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=0)
 
 
 def offset_weight(weights: torch.Tensor, offset: int) -> float:
@@ -436,13 +535,9 @@ def mixed_induction(model: TinyGPT, donor: TinyGPT, data: RepeatBatch,
     ids = data.ids[:, :-1]
     seq = ids.shape[1]
     mask = model.mask[:seq, :seq]
-
-    def layer1_out(m: TinyGPT) -> torch.Tensor:
-        x = m.tok(ids) + m.pos(torch.arange(seq))
-        return m.blocks[0](x, mask)                      # [batch, seq, d_model]
-
     with torch.no_grad():
-        own, other = layer1_out(model), layer1_out(donor)
+        # 第 2 层读到的输入 [batch, seq, d_model]：自己的，和 donor 的
+        own, other = model.block_inputs(ids)[1], donor.block_inputs(ids)[1]
         xq, xk = (own, other) if keys_from_donor else (other, own)
         attn = model.blocks[1].attn
         q = attn.split_heads(attn.W_Q(xq))               # [batch, heads, seq, d_k]
@@ -451,6 +546,20 @@ def mixed_induction(model: TinyGPT, donor: TinyGPT, data: RepeatBatch,
         # [batch, heads, seq, seq]
         _, weights = scaled_dot_product_attention(q, k, v, mask)
     return induction_score(weights, data).tolist()
+
+
+GRAMMAR_SENTENCES = ("the cat sat on the mat", "the dog ran on the cat",
+                     "a cat sat on a dog", "a dog ran on a mat")   # 第 7 节看的四句
+
+
+# 第 7 节 训练出来的头「玩具语法」
+def determiner_head(model: TinyGPT, sentences=GRAMMAR_SENTENCES,
+                    least: float = 0.9) -> int | None:
+    """在每句话的 on 这一行（位置 3）都把至少 least 给第一个冠词的头（从 1 数）；
+    没有、或不止一个时是 None。"""
+    weights = [model.attention(sentence_ids(s)[:, :-1])[0][0] for s in sentences]  # 每句 [heads, 5, 5]
+    found = [h for h in range(weights[0].shape[0]) if all(w[h, 3, 0] >= least for w in weights)]
+    return found[0] + 1 if len(found) == 1 else None
 
 
 # 第 7 节 训练出来的头「玩具语法」
