@@ -58,7 +58,7 @@ def example_weights() -> tuple[list[str], list[torch.Tensor], int, int]:
     """示例序列（去掉最后一个 token）的 token、两层的权重、第二遍起点、A 的长度。"""
     ex = example()
     ids = ex.ids[:, :-1]
-    return ([str(t) for t in ids[0].tolist()], run2().model.attention(ids),
+    return ([str(t) for t in ids[0].tolist()], run2().model.attention_weights(ids),
             ex.starts.item(), ex.lengths.item())
 
 
@@ -70,7 +70,7 @@ def grammar(seed: int) -> H.TrainedModel:
 def grammar_weights(seed: int) -> list[torch.Tensor]:
     """每句话（送进前 5 个词）的 [2 头, 5, 5] 权重。"""
     model = grammar(seed).model
-    return [model.attention(H.sentence_ids(s)[:, :-1])[0][0] for s in SENTENCES]
+    return [model.attention_weights(H.sentence_ids(s)[:, :-1])[0][0] for s in SENTENCES]
 
 
 def grammar_probs(seed: int, cut: int | None = None) -> list[tuple[float, float]]:

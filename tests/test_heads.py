@@ -53,17 +53,19 @@ def test_two_trainings_give_bitwise_identical_weights():
 def test_training_uses_one_thread_and_restores_the_callers_setting():
     before = torch.get_num_threads()
     seen = []
-    original = H.repeat_batch
+    from minigpt import training
+
+    original = training.repeat_batch
 
     def spy(*args, **kw):
         seen.append(torch.get_num_threads())
         return original(*args, **kw)
 
-    H.repeat_batch = spy
+    training.repeat_batch = spy
     try:
         H.train_repeat(steps=3)
     finally:
-        H.repeat_batch = original
+        training.repeat_batch = original
     assert seen == [1, 1, 1]
     assert torch.get_num_threads() == before
 
@@ -79,7 +81,7 @@ def test_training_cost_of_the_page_stays_small():
     from minigpt.seeds import SEEDS
 
     repeat_tokens = 64 * (H.REPEAT_SEQ_LEN - 1)
-    two, one = (n_params(H.untrained(n_layers=n)) * repeat_tokens * 800 for n in (2, 1))
+    two, one = (n_params(H.init_model(n_layers=n)) * repeat_tokens * 800 for n in (2, 1))
     cost = (len(SEEDS) + 1) * two + one
     grammar = H.TinyGPT(10, 5, n_layers=1)
     cost += (len(SEEDS) + 2) * n_params(grammar) * 64 * 5 * 400
@@ -212,17 +214,17 @@ def test_spreading_over_the_first_pass_gives_one_over_l():
 
 
 def test_mixed_induction_with_the_same_model_is_the_induction_score():
-    model = H.untrained(n_layers=2, seed=0)
+    model = H.init_model(n_layers=2, seed=0)
     data = H.repeat_batch(16, torch.Generator().manual_seed(2))
     plain = H.head_scores(model, data)[1]["induction"]
     for keys in (True, False):
         assert H.mixed_induction(model, model, data, keys) == pytest.approx(plain)
     with pytest.raises(ValueError, match="至少两层"):
-        H.mixed_induction(H.untrained(n_layers=1), model, data, True)
+        H.mixed_induction(H.init_model(n_layers=1), model, data, True)
 
 
 def test_bad_input_gets_a_chinese_error():
-    model = H.untrained()
+    model = H.init_model()
     with pytest.raises(ValueError, match="ids 应是二维"):
         model(torch.zeros(30, dtype=torch.long))
     with pytest.raises(ValueError, match="两遍 A 放得进"):
@@ -275,7 +277,7 @@ def test_induction_score_misses_other_earlier_occurrences(scores):
     ids, rows = test.ids[:, :-1], H.copy_rows(test)
     many = (H.induction_targets(ids).sum(-1) > 1)[rows].double().mean().item()
     assert 0.1 < many < 1                                   # 不少行不止一个早先出现处
-    eo, n = H.earlier_occurrence_score(C.run2().model.attention(ids)[1], ids, rows)
+    eo, n = H.earlier_occurrence_score(C.run2().model.attention_weights(ids)[1], ids, rows)
     assert n == int(rows.sum())                             # 第二遍的每一行都有“上一次”
     assert min(eo.tolist()) > max(scores[1]["induction"]) + 0.1
 
@@ -323,7 +325,7 @@ def test_both_layer_2_heads_are_induction_heads(scores):
 
 
 def test_untrained_heads_of_the_same_shape_have_no_role():
-    base = H.head_scores(H.untrained(n_layers=2, seed=0), C.test_batch())
+    base = H.head_scores(H.init_model(n_layers=2, seed=0), C.test_batch())
     assert max(max(l["previous"] + l["induction"]) for l in base) < FLAT
 
 
@@ -345,13 +347,13 @@ def test_layer_2_needs_the_previous_token_head(scores):
 def test_one_layer_has_no_induction_head():
     one = H.head_scores(C.run1().model, C.test_batch())[0]
     assert max(one["induction"]) < ROLE and max(one["previous"]) < ROLE
-    base = H.head_scores(H.untrained(n_layers=2, seed=0), C.test_batch())
+    base = H.head_scores(H.init_model(n_layers=2, seed=0), C.test_batch())
     assert max(one["induction"]) > max(max(l["induction"]) for l in base)   # “比未训练时高一些”
     copy1, _ = H.repeat_losses(C.run1().model, C.test_batch())
     copy2, _ = H.repeat_losses(C.run2().model, C.test_batch())
     assert copy1 > copy2 + 1.0                                               # “高出 1 以上”
     assert copy1 < math.log(16) - 0.5                                        # “比瞎猜低不少”
-    fp = H.first_pass_weight(C.run1().model.attention(C.test_batch().ids[:, :-1])[0], C.test_batch())
+    fp = H.first_pass_weight(C.run1().model.attention_weights(C.test_batch().ids[:, :-1])[0], C.test_batch())
     assert min(fp.tolist()) > 0.5                                            # “都超过一半”
     uniform = H.uniform_first_pass_score(C.test_batch())
     assert uniform < max(one["induction"]) < uniform + 0.1                   # “高不到 0.1”
@@ -364,7 +366,7 @@ def test_without_repetition_only_the_induction_heads_break(scores):
     assert nr[0]["previous"][_prev_head(scores)] > ROLE
     assert max(nr[1]["induction"]) < ROLE
     ids, rows = norep.ids[:, :-1], H.copy_rows(norep)
-    eo, n = H.earlier_occurrence_score(C.run2().model.attention(ids)[1], ids, rows)
+    eo, n = H.earlier_occurrence_score(C.run2().model.attention_weights(ids)[1], ids, rows)
     assert n > int(rows.sum()) / 2                          # 碰巧早先出现过的行“并不少”
     # 在这些行上，两个头仍把大块权重给“早先出现处的下一个位置”，远高于被分数量到的那一格
     assert min(eo.tolist()) > 0.4 and min(eo.tolist()) > 3 * max(nr[1]["induction"])
@@ -536,7 +538,7 @@ def test_uniform_attention_gives_the_baselines_beside_the_threshold():
 
 
 def test_mean_ablation_keeps_the_heads_average_and_drops_its_variation():
-    model = H.untrained(n_layers=2, seed=0)
+    model = H.init_model(n_layers=2, seed=0)
     data = H.repeat_batch(32, torch.Generator().manual_seed(4))
     ids = data.ids[:, :-1]
     cut = H.without_head(model, layer=1, head=2, mean_over=data)
@@ -554,7 +556,7 @@ def test_mean_ablation_keeps_the_heads_average_and_drops_its_variation():
 
 
 def test_redirecting_with_a_mask_puts_all_attention_on_j():
-    model = H.untrained(n_layers=2, seed=0)
+    model = H.init_model(n_layers=2, seed=0)
     data = H.repeat_batch(8, torch.Generator().manual_seed(5), repeat=False)
     seen = {}
     original = model.blocks[1].attn.forward
@@ -575,7 +577,7 @@ def test_redirecting_with_a_mask_puts_all_attention_on_j():
 def test_first_step_above_and_second_pass_losses():
     assert H.first_step_above([25, 50, 75], [0.1, 0.6, 0.9], 0.5) == 50
     assert H.first_step_above([25, 50], [0.1, 0.2], 0.5) is None
-    model = H.untrained(n_layers=2, seed=0)
+    model = H.init_model(n_layers=2, seed=0)
     data = H.repeat_batch(16, torch.Generator().manual_seed(7))
     by_k = H.second_pass_losses(model, data)
     assert len(by_k) == int(data.lengths.min())
@@ -589,7 +591,7 @@ def test_saved_runs_load_bit_for_bit_and_never_unpickle(tmp_path, monkeypatch):
     run = H.train_repeat(n_layers=2, seed=3, steps=30, keep=(10, 20, 30))
     path = tmp_path / "run.npz"
     S._save(run, path)
-    back = S._load(path, 3, lambda: H.untrained(n_layers=2, seed=3))
+    back = S._load(path, 3, lambda: H.init_model(n_layers=2, seed=3))
     assert back.losses == run.losses and set(back.snapshots) == {10, 20, 30}
     assert all(torch.equal(x, y) for x, y in zip(_params(back.model), _params(run.model)))
     assert all(torch.equal(x, y) for x, y in zip(_params(back.snapshots[20]), _params(run.snapshots[20])))
@@ -608,16 +610,22 @@ def test_code_key_ignores_text_but_not_code(tmp_path):
     package = Path(S.__file__).resolve().parent
     copy_dir = tmp_path / "minigpt"
     shutil.copytree(package, copy_dir, ignore=shutil.ignore_patterns("__pycache__"))
-    heads = copy_dir / "heads.py"
-    text = heads.read_text(encoding="utf-8")
-    # 译文：文档和报错的话换成英文（f-string 里占位符的次序也可以变），注释改写
-    english = (text.replace("训练一个小 GPT", "Train a small GPT")
-               .replace('f"ids 应是二维 [batch, seq]，seq 在 1..{seq_len} 之间；"', 'f"got {tuple(ids.shape)}; "')
-               .replace("# 第二遍的起点", "# where the second pass starts"))
-    assert english != text
-    heads.write_text(english, encoding="utf-8")
+    edits = {  # 译文：文档和报错的话换成英文（f-string 里占位符的次序也可以变），注释改写
+        "tinygpt.py": [("第 7 节训练的小 GPT", "The small GPT trained in Section 7"),
+                       ('f"ids 应是二维 [batch, seq]，seq 在 1..{seq_len} 之间；"', 'f"got {tuple(ids.shape)}; "')],
+        "tasks.py": [("# 第二遍的起点", "# where the second pass starts")],
+    }
+    for name, pairs in edits.items():
+        text = (copy_dir / name).read_text(encoding="utf-8")
+        for old, new in pairs:
+            assert old in text, (name, old)
+            text = text.replace(old, new)
+        (copy_dir / name).write_text(text, encoding="utf-8")
     assert S.code_key(copy_dir) == S.code_key(package)
-    heads.write_text(text.replace("lr: float = 5e-3", "lr: float = 4e-3"), encoding="utf-8")
+    training = copy_dir / "training.py"
+    text = training.read_text(encoding="utf-8")
+    assert "lr: float = 5e-3" in text
+    training.write_text(text.replace("lr: float = 5e-3", "lr: float = 4e-3"), encoding="utf-8")
     assert S.code_key(copy_dir) != S.code_key(package)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from .heads import REPEAT_VOCAB
+from .tasks import REPEAT_VOCAB
 from .seeds import ROLE, SNAPSHOT_EVERY
 
 NEAR_CHANCE = 0.15   # “和瞎猜差不多”：与 ln 16 相差不到它

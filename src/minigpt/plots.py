@@ -677,7 +677,7 @@ def phase_change(curves: Mapping[int, Mapping[str, Sequence[float]]], bold: int,
     """相变图（见第 7 节「相变」）：上图是第二遍能抄的位置和其余位置的损失，下图是两个角色的分数，
     横轴是训练步数。每个种子一条细线，种子 bold 画粗线。
 
-    curves: {种子: `heads.phase_curves` 的结果}。
+    curves: {种子: `training.phase_curves` 的结果}。
     """
     fig, (top, bottom) = _new(2, 1, figsize=(6.5, 5.6), sharex=True)
     series = ((top, "copy", ATTN_COLOR, "第二遍能抄的位置"), (top, "other", "#7a7a7a", "其余位置"),

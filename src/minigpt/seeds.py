@@ -21,11 +21,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import heads as H
+from . import interventions as I
+from . import probes as P
+from . import tasks as D
+from . import training as T
+from .tinygpt import init_model
 
 SEEDS = tuple(range(6))              # 正文训练的种子：0 是逐步讲解的那一个
 SNAPSHOT_EVERY = 25                  # 每隔多少步留一个模型副本（相变图的横轴）
 STEPS = 800
+CURVE_ROWS = 128                     # 相变曲线用测试序列的前几条
 TEST_SEED = 1234                     # 测试序列的数据种子（与正文相同）
 EARLY = 200                          # 相变之前的一个副本（第一阶段）
 REDIRECT_SEED = 99                   # 改道实验里抽 j 的随机数种子
@@ -33,7 +38,8 @@ ROLE = 0.5                           # 正文的门槛：分数过了它才给�
 
 
 # 训练与测量经过的模块（tests/test_heads.py 核对：seeds 导入的 minigpt 模块都在这里）
-KEY_MODULES = ("attention.py", "data.py", "layers.py", "heads.py", "seeds.py")
+KEY_MODULES = ("attention.py", "data.py", "layers.py", "tinygpt.py", "tasks.py", "probes.py",
+               "interventions.py", "training.py", "seeds.py")
 
 
 class _Blank(ast.NodeTransformer):
@@ -61,7 +67,7 @@ def _cache_file(name: str) -> Path | None:
     return Path(folder) / f"{code_key()}-{name}.npz" if folder else None
 
 
-def _save(run: H.TrainedModel, path: Path) -> None:
+def _save(run: T.TrainedModel, path: Path) -> None:
     arrays = {"losses": np.array(run.losses, dtype=np.float64),
               "seconds": np.array(run.seconds, dtype=np.float64)}
     for step, model in [(0, run.model), *run.snapshots.items()]:
@@ -79,7 +85,7 @@ def _save_arrays(path: Path, arrays: dict[str, np.ndarray]) -> None:
     os.replace(tmp, path)
 
 
-def _load(path: Path, seed: int, make) -> H.TrainedModel:
+def _load(path: Path, seed: int, make) -> T.TrainedModel:
     with np.load(path, allow_pickle=False) as data:
         steps = sorted({int(k.split("/")[0]) for k in data.files if "/" in k})
         models = {}
@@ -93,27 +99,32 @@ def _load(path: Path, seed: int, make) -> H.TrainedModel:
         seconds = float(data["seconds"])
     final = models.pop(0)
     vocab = final.out.out_features
-    return H.TrainedModel(model=final, losses=losses, chance_loss=float(np.log(vocab)),
+    return T.TrainedModel(model=final, losses=losses, chance_loss=float(np.log(vocab)),
                           seed=seed, seconds=seconds, snapshots=models)
 
 
 # 第 7 节 训练出来的头「换几个种子」
-def train_seed(seed: int, n_layers: int = 2, repeat: bool = True) -> H.TrainedModel:
+def train_seed(seed: int, n_layers: int = 2, repeat: bool = True) -> T.TrainedModel:
     """正文的配置（`train_repeat` 的默认值，800 步），每 25 步留一个副本；
     repeat=False 是对照组：训练序列从不重复。设了 MINIGPT_TRAINED 时先找存下的结果。"""
     keep = tuple(range(SNAPSHOT_EVERY, STEPS + 1, SNAPSHOT_EVERY))
     path = _cache_file(f"L{n_layers}-{'rep' if repeat else 'norep'}-seed{seed}")
     if path is not None and path.is_file():
-        return _load(path, seed, lambda: H.untrained(n_layers=n_layers, seed=seed))
-    run = H.train_repeat(n_layers=n_layers, seed=seed, steps=STEPS, keep=keep, repeat=repeat)
+        return _load(path, seed, lambda: init_model(n_layers=n_layers, seed=seed))
+    run = T.train_repeat(n_layers=n_layers, seed=seed, steps=STEPS, keep=keep, repeat=repeat)
     if path is not None:
         _save(run, path)
     return run
 
 
-def test_batch() -> H.RepeatBatch:
+def test_batch() -> D.RepeatBatch:
     """正文量分数用的 512 条测试序列（数据种子 1234，没参加训练）。"""
-    return H.repeat_batch(512, torch.Generator().manual_seed(TEST_SEED))
+    return D.repeat_batch(512, torch.Generator().manual_seed(TEST_SEED))
+
+
+def curve_batch(test: D.RepeatBatch) -> D.RepeatBatch:
+    """相变曲线用的测试序列：test 的前 CURVE_ROWS 条（32 个副本各量一遍，用全部 512 条太慢）。"""
+    return D.RepeatBatch(test.ids[:CURVE_ROWS], test.starts[:CURVE_ROWS], test.lengths[:CURVE_ROWS])
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,7 +132,7 @@ class SeedStudy:
     """一个种子的全部测量（见第 7 节「换几个种子」）：训练结果、相变曲线（`phase_curves`）、
     正文各条结论用到的数（`seed_facts`）。"""
 
-    run: H.TrainedModel
+    run: T.TrainedModel
     curves: dict[str, list[float]]
     facts: dict[str, float]
 
@@ -141,7 +152,7 @@ def study_seed(seed: int) -> SeedStudy:
     torch.set_num_threads(1)
     try:
         test = test_batch()
-        curves = H.phase_curves(run, test)
+        curves = T.phase_curves(run, curve_batch(test))
         facts = seed_facts(run, test, curves)
     finally:
         torch.set_num_threads(threads)
@@ -157,7 +168,7 @@ def study_seeds(seeds: tuple[int, ...] = SEEDS) -> dict[int, SeedStudy]:
 
 
 # 第 7 节 训练出来的头「换几个种子」
-def seed_facts(run: H.TrainedModel, test: H.RepeatBatch, curves: dict[str, list[float]],
+def seed_facts(run: T.TrainedModel, test: D.RepeatBatch, curves: dict[str, list[float]],
                role: float = ROLE) -> dict[str, float]:
     """一个种子上，正文每条结论要用的数（见第 7 节「换几个种子」）。
 
@@ -165,50 +176,50 @@ def seed_facts(run: H.TrainedModel, test: H.RepeatBatch, curves: dict[str, list[
     剪头一律换成平均（`without_head(..., mean_over=test)`），另记两个第 2 层头都置零时的损失。
     """
     model = run.model
-    scores = H.head_scores(model, test)
+    scores = P.head_scores(model, test)
     prev = scores[0]["previous"]
     p = max(range(len(prev)), key=lambda h: prev[h])
     other = 1 - p
-    copy_loss, other_loss = H.repeat_losses(model, test)
+    copy_loss, other_loss = P.repeat_losses(model, test)
 
     def copy_after(m) -> float:
-        return H.repeat_losses(m, test)[0]
+        return P.repeat_losses(m, test)[0]
 
-    mean_prev = H.without_head(model, 1, p + 1, test)
-    both_mean = H.without_head(H.without_head(model, 2, 1, test), 2, 2, test)
-    both_zero = H.without_head(H.without_head(model, 2, 1), 2, 2)
+    mean_prev = I.without_head(model, 1, p + 1, test)
+    both_mean = I.without_head(I.without_head(model, 2, 1, test), 2, 2, test)
+    both_zero = I.without_head(I.without_head(model, 2, 1), 2, 2)
     steps = curves["step"]
     drops = [a - b for a, b in zip(curves["copy"], curves["copy"][1:])]
     fast = drops.index(max(drops))            # 第 steps[fast] 步到 steps[fast+1] 步降得最多
     # 改道：在不重复的序列上做，免得 j 碰巧就是该抄的位置
-    norep = H.repeat_batch(512, torch.Generator().manual_seed(TEST_SEED), repeat=False)
-    before, after = H.redirected_copy(model, norep, torch.Generator().manual_seed(REDIRECT_SEED))
-    pos = H.second_pass_losses(model, test)
+    norep = D.repeat_batch(512, torch.Generator().manual_seed(TEST_SEED), repeat=False)
+    before, after = I.redirected_copy(model, norep, torch.Generator().manual_seed(REDIRECT_SEED))
+    pos = P.second_pass_losses(model, test)
     # 前一个 token 头逐行的分数（第 i 行在下标 i - 1）
-    by_row = H.previous_token_by_row(model.attention(test.ids[:, :-1])[0])[p]
+    by_row = P.previous_token_by_row(model.attention_weights(test.ids[:, :-1])[0])[p]
     # 归纳头要找的位置 t - L + 1 只在 first..late-1 之间：第 late 行起的位置从来不是
-    first, late = H.REPEAT_SEQ_LEN - 2 * H.REPEAT_MAX + 1, H.REPEAT_SEQ_LEN - H.REPEAT_MIN
-    step_prev = H.first_step_above(steps, curves["previous"], role)
-    step_ind = H.first_step_above(steps, curves["induction"], role)
-    grammar = H.train_grammar(seed=run.seed).model
+    first, late = D.REPEAT_SEQ_LEN - 2 * D.REPEAT_MAX + 1, D.REPEAT_SEQ_LEN - D.REPEAT_MIN
+    step_prev = T.first_step_above(steps, curves["previous"], role)
+    step_ind = T.first_step_above(steps, curves["induction"], role)
+    grammar = T.train_grammar(seed=run.seed).model
     # 相变之前的第一阶段（第 EARLY 步的副本）：所有头里最高的归纳分数、第 2 层分给第一遍 A 的权重
     early = run.snapshots[EARLY]
-    early_ind = max(max(layer["induction"]) for layer in H.head_scores(early, test))
-    early_first = H.first_pass_weight(early.attention(test.ids[:, :-1])[1], test).max().item()
+    early_ind = max(max(layer["induction"]) for layer in P.head_scores(early, test))
+    early_first = P.first_pass_weight(early.attention_weights(test.ids[:, :-1])[1], test).max().item()
     return {
         "prev": prev[p], "prev_other": prev[other], "prev_head": p + 1,
         "ind1_other": scores[0]["induction"][other], "ind1_max": max(scores[0]["induction"]),
         "ind2_min": min(scores[1]["induction"]), "ind2_max": max(scores[1]["induction"]),
         "prev2_max": max(scores[1]["previous"]),
-        "first_pass_other": H.first_pass_weight(model.attention(test.ids[:, :-1])[0], test)[other].item(),
+        "first_pass_other": P.first_pass_weight(model.attention_weights(test.ids[:, :-1])[0], test)[other].item(),
         "copy": copy_loss, "other": other_loss,
         "cut_prev": copy_after(mean_prev),
-        "cut_prev_ind": max(H.head_scores(mean_prev, test)[1]["induction"]),
-        "cut_other": copy_after(H.without_head(model, 1, other + 1, test)) - copy_loss,
-        "cut_l2_min": min(copy_after(H.without_head(model, 2, h, test)) for h in (1, 2)),
+        "cut_prev_ind": max(P.head_scores(mean_prev, test)[1]["induction"]),
+        "cut_other": copy_after(I.without_head(model, 1, other + 1, test)) - copy_loss,
+        "cut_l2_min": min(copy_after(I.without_head(model, 2, h, test)) for h in (1, 2)),
         "cut_l2_both": copy_after(both_mean), "cut_l2_both_zero": copy_after(both_zero),
-        "swap_k": max(H.mixed_induction(model, mean_prev, test, True)),
-        "swap_q": min(H.mixed_induction(model, mean_prev, test, False)),
+        "swap_k": max(I.mixed_induction(model, mean_prev, test, True)),
+        "swap_q": min(I.mixed_induction(model, mean_prev, test, False)),
         "redirect_before": before, "redirect_after": after,
         # 没过门槛记作 nan（存进 .npz 的都是数）
         "step_prev": math.nan if step_prev is None else step_prev,
@@ -219,8 +230,8 @@ def seed_facts(run: H.TrainedModel, test: H.RepeatBatch, curves: dict[str, list[
         "copy_300": curves["copy"][steps.index(300)], "copy_400": curves["copy"][steps.index(400)],
         "prev_rows_min": by_row[first - 1:late - 1].min().item(),
         "prev_late_max": by_row[late - 1:].max().item(),
-        "grammar_det_head": H.determiner_head(grammar) or 0,      # 0：没有稳定看第一个冠词的头
-        "grammar_d2_min": min(a for a, _ in H.grammar_probs(grammar, list(H.GRAMMAR_SENTENCES))),
+        "grammar_det_head": P.determiner_head(grammar) or 0,      # 0：没有稳定看第一个冠词的头
+        "grammar_d2_min": min(a for a, _ in P.grammar_probs(grammar, list(D.GRAMMAR_SENTENCES))),
         "pos_first": pos[0], "pos_rest_min": min(pos[1:]), "pos_rest_max": max(pos[1:]),
     }
 
