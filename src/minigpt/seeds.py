@@ -129,25 +129,30 @@ def curve_batch(test: D.RepeatBatch) -> D.RepeatBatch:
 
 @dataclass(frozen=True, eq=False)
 class SeedStudy:
-    """一个种子的全部测量（见第 7 节「换几个种子」）：训练结果、相变曲线（`phase_curves`）、
-    正文各条结论用到的数（`seed_facts`）。"""
+    """一个种子的全部测量（见第 7 节「换几个种子」）：相变曲线（`phase_curves`）、
+    正文各条结论用到的数（`seed_facts`）；训练结果要用时才读（`run`）。"""
 
-    run: T.TrainedModel
+    seed: int
     curves: dict[str, list[float]]
     facts: dict[str, float]
+
+    @property
+    def run(self) -> T.TrainedModel:
+        """这个种子的训练结果（存下的就读，没有就训练：两者逐位相同）。"""
+        return train_seed(self.seed)
 
 
 # 第 7 节 训练出来的头「换几个种子」
 def study_seed(seed: int) -> SeedStudy:
     """训练一个种子的两层模型并量好它（设了 MINIGPT_TRAINED 时先找存下的测量）。
     每个种子互不相干：构建时几个种子分给几个进程，各用一个线程。"""
-    run = train_seed(seed)
     path = _cache_file(f"study-seed{seed}")
     if path is not None and path.is_file():
         with np.load(path, allow_pickle=False) as data:
             curves = {k[len("curve/"):]: data[k].tolist() for k in data.files if k.startswith("curve/")}
             facts = {k[len("fact/"):]: float(data[k]) for k in data.files if k.startswith("fact/")}
-        return SeedStudy(run, curves, facts)
+        return SeedStudy(seed, curves, facts)
+    run = train_seed(seed)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -159,7 +164,7 @@ def study_seed(seed: int) -> SeedStudy:
     if path is not None:
         _save_arrays(path, {**{f"curve/{k}": np.array(v, dtype=np.float64) for k, v in curves.items()},
                             **{f"fact/{k}": np.array(v, dtype=np.float64) for k, v in facts.items()}})
-    return SeedStudy(run, curves, facts)
+    return SeedStudy(seed, curves, facts)
 
 
 def study_seeds(seeds: tuple[int, ...] = SEEDS) -> dict[int, SeedStudy]:
