@@ -6,11 +6,17 @@ tests/test_heads.py 检查正文的每个角色结论；交互图的测试（int
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
+from pathlib import Path
 
 import torch
 
-from minigpt import heads as H
+# 构建本书时存下的训练结果（按代码摘要命名，代码一变就不再读到）：有就读，没有就训练，结果逐位相同
+os.environ.setdefault("MINIGPT_TRAINED", str(Path(__file__).resolve().parents[1] / "_build" / ".trained"))
+
+from minigpt import heads as H  # noqa: E402
+from minigpt import seeds as S  # noqa: E402
 
 DATA_SEED, TEST_SEED = 0, 1234   # 示例序列、测试序列的数据种子（页面上的）
 SENTENCES = ["the cat sat on the mat", "the dog ran on the cat",
@@ -19,12 +25,22 @@ SENTENCES = ["the cat sat on the mat", "the dog ran on the cat",
 
 @lru_cache(maxsize=None)
 def run2() -> H.TrainedModel:
-    return H.train_repeat(n_layers=2, seed=0, keep=(300, 400))
+    return S.train_seed(0)
 
 
 @lru_cache(maxsize=None)
 def run1() -> H.TrainedModel:
-    return H.train_repeat(n_layers=1, seed=0)
+    return S.train_seed(0, n_layers=1)
+
+
+@lru_cache(maxsize=None)
+def control() -> H.TrainedModel:
+    return S.train_seed(0, repeat=False)
+
+
+@lru_cache(maxsize=None)
+def studies() -> dict[int, S.SeedStudy]:
+    return S.study_seeds()
 
 
 @lru_cache(maxsize=None)
@@ -42,7 +58,7 @@ def example_weights() -> tuple[list[str], list[torch.Tensor], int, int]:
     """示例序列（去掉最后一个 token）的 token、两层的权重、第二遍起点、A 的长度。"""
     ex = example()
     ids = ex.ids[:, :-1]
-    return ([str(t) for t in ids[0].tolist()], run2().model.attention(ids),
+    return ([str(t) for t in ids[0].tolist()], run2().model.attention_weights(ids),
             ex.starts.item(), ex.lengths.item())
 
 
@@ -54,7 +70,7 @@ def grammar(seed: int) -> H.TrainedModel:
 def grammar_weights(seed: int) -> list[torch.Tensor]:
     """每句话（送进前 5 个词）的 [2 头, 5, 5] 权重。"""
     model = grammar(seed).model
-    return [model.attention(H.sentence_ids(s)[:, :-1])[0][0] for s in SENTENCES]
+    return [model.attention_weights(H.sentence_ids(s)[:, :-1])[0][0] for s in SENTENCES]
 
 
 def grammar_probs(seed: int, cut: int | None = None) -> list[tuple[float, float]]:

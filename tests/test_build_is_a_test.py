@@ -152,6 +152,33 @@ def test_parallel_preexecution_names_every_failing_page(tmp_path):
     assert "CellTimeoutError" in result.output and "fixture: this cell raises" in result.output
 
 
+def test_a_page_waits_for_its_pre_tasks_while_the_other_worker_runs_other_pages(tmp_path):
+    """_config.yml 的 pre_tasks：任务在页面之前，分给工作进程；要它的页面等它结束才派出，另一个进程这时跑别的页面。
+    不靠运气：任务一直等到页面 b 开始（b 写下标记），b 又等任务写下结果；页面 a 要读任务的结果。
+    要是 a 没有等任务就被派出，它读不到结果（构建失败）；要是任务占着进程时别的页面派不出去，构建就卡住（超时）。"""
+    marker, result = tmp_path / "b-started", tmp_path / "task-result"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "pretask.py").write_text(
+        "import pathlib, time\n"
+        "def run(marker, result, value):\n"
+        "    while not pathlib.Path(marker).exists():\n"
+        "        time.sleep(0.05)\n"
+        "    pathlib.Path(result).write_text(str(value * 2))\n", encoding="utf-8")
+    wait_b = (f"import pathlib, time\npathlib.Path({str(marker)!r}).write_text('b')\n"
+              f"while not pathlib.Path({str(result)!r}).exists():\n    time.sleep(0.05)\nprint('b-done')")
+    # a 的代码更长：按估计的秒数 a 排在 b 前面，没有依赖时它会先被派出
+    read_a = f"# {'页面 a 读任务的结果' * 20}\nimport pathlib\nprint('task-said', pathlib.Path({str(result)!r}).read_text())"
+    pages = {"index": ROOT_PAGE, "a": _code_page("甲", read_a), "b": _code_page("乙", wait_b)}
+    root = make_mini_book(tmp_path, pages, {"pre_tasks": {"a.md": [["pretask.run", str(marker), str(result), 21]]}})
+    out = run_build(root, "--workers", "2", timeout=600)
+    assert out.returncode == 0, out.output[-4000:]
+    # 预执行失败的页面会交给 Sphinx 重跑（那时任务早已结束）：所以还要查它没有在预执行里失败过
+    assert "预执行失败" not in out.output and "预执行任务失败" not in out.output, out.output[-4000:]
+    assert "task-said 42" in load_path(out.html / "a.html").text
+    assert "b-done" in load_path(out.html / "b.html").text
+    assert "另有 1 个任务排在要它们的页面之前" in out.output
+
+
 def _code_page(title: str, code: str) -> str:
     header = (FAILING_PAGES / "all_good.md").read_text(encoding="utf-8").split("---\n", 2)[1]
     return f"---\n{header}---\n\n# {title}\n\n```{{code-cell}} ipython3\n{code}\n```\n"

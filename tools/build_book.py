@@ -51,7 +51,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import children  # noqa: E402  子进程与信号：Ctrl-C 在任何阶段都停得下来
 import nb_internals  # noqa: E402  myst-nb / jupyter-cache 的内部接口只经由它
-from pre_execute import cpu_workers, pre_execute  # noqa: E402,F401  并行预执行（cpu_workers 供测试核对）
+from pre_execute import cpu_workers, pre_execute, read_tasks  # noqa: E402,F401  并行预执行（cpu_workers 供测试核对）
 
 REPO = Path(__file__).resolve().parent.parent
 # 执行键覆盖的文件：页面 import 的包、以及决定各库版本的文件
@@ -97,6 +97,8 @@ def build_env(root: Path) -> dict[str, str]:
     src = str(root / "src")
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("MPLCONFIGDIR", str(root / "_build" / ".mplconfig"))
+    # 训练结果（minigpt.seeds）：英文版构建时 build_english 把它指向中文版的这个目录，训练一次，两版共用
+    env.setdefault("MINIGPT_TRAINED", str(root / "_build" / ".trained"))
     env["PYTHONHASHSEED"] = "0"
     # 图（SVG/PDF）里的日期固定，输出可复现；Sphinx 页脚的版权年份也取自它：2026-01-01
     env.setdefault("SOURCE_DATE_EPOCH", "1767225600")
@@ -345,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     clock = time.perf_counter()
     page_times = pre_execute(pages, build_dir / ".jupyter_cache",
                              int(config.get("execute", {}).get("timeout", 30)), env, args.workers,
-                             history_file=build_dir / ".page-seconds.json", before_first_page=fonts_ready)
+                             history_file=build_dir / ".page-seconds.json", before_first_page=fonts_ready,
+                             tasks=read_tasks(config, root))
     fonts_ready()  # 没有预执行时（只有一页、或只有一个 CPU），Sphinx 执行页面之前
     timings["phases"]["预执行"] = time.perf_counter() - clock
     timings["pages"] = [{"page": Path(t.page).name, "seconds": t.seconds, "kernel_seconds": t.kernel_seconds,
@@ -414,6 +417,8 @@ def build_english(args) -> int:
               flush=True)
         for line in missing[:10]:
             print("   ", line, flush=True)
+    # 同样的代码、同样的种子，参数逐位相同：英文版直接读中文版训练好的（minigpt.seeds）
+    os.environ.setdefault("MINIGPT_TRAINED", str(out / "_build" / ".trained"))
     rest = ["--builder", args.builder] + (["--fresh"] if args.fresh else [])
     rest += (["--workers", str(args.workers)] if args.workers else [])
     rest += (["--timings", str(args.timings)] if args.timings else [])

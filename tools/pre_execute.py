@@ -12,9 +12,12 @@ Sphinx 随后直接取用缓存。
 - 工作进程意外退出（不是用户打断的）时，它手上的页面交给 Sphinx 重新执行、照常报错，剩下的页面换一个
   新工作进程接着跑。
 - 每页记下“内核启动”和“执行单元”各用了几秒（`timings`），`make bench` 用它给出冷构建的分解。
+- **页面之前的任务**（`_config.yml` 的 `pre_tasks`）：一页要用的几次互不相干的训练，在页面之前作为单独的任务
+  分给各个工作进程（每个任务一个线程），结果由任务自己存下（第 7 节：`minigpt.seeds`，存在 `_build/.trained`）；
+  那一页等它的任务都结束才派出，另一个进程这时接着跑别的页面。任务失败只说一句：页面会自己再算一遍，结果相同。
 
-工作进程的协议：标准输入每行一个 JSON 任务 {"page", "timeout", "out"}，标准输出每行一个 JSON 结果
-{"page", "ok", "seconds", "kernel_seconds"}；标准输入关闭时退出。
+工作进程的协议：标准输入每行一个 JSON 任务 {"page", "timeout", "out"}（执行页面）或 {"call", "args"}（调用
+一个函数，见 `run_call`），标准输出每行一个 JSON 结果 {"page", "ok", "seconds", "kernel_seconds"}；标准输入关闭时退出。
 """
 
 from __future__ import annotations
@@ -71,10 +74,40 @@ class PageTiming:
         return max(0.0, self.seconds - self.kernel_seconds)
 
 
+@dataclass(frozen=True)
+class Task:
+    """页面之前要做的一件事：调用 call（“模块.函数”）并传入 args；before 是要等它的页面。"""
+
+    call: str
+    args: tuple
+    before: Path
+
+    @property
+    def name(self) -> str:
+        return f"{self.call}{self.args}"
+
+
+def read_tasks(config: dict, root: Path) -> list[Task]:
+    """_config.yml 的 pre_tasks：{页面: [[模块.函数, 参数...], ...]}。"""
+    return [Task(str(item[0]), tuple(item[1:]), (root / page).resolve())
+            for page, items in (config.get("pre_tasks") or {}).items() for item in items]
+
+
+def run_call(call: str, args: list) -> None:
+    """在工作进程里调用一个任务：一个线程（几个任务同时跑在几个 CPU 上，互不抢线程）。"""
+    import importlib
+
+    import torch
+
+    module, _, name = call.rpartition(".")
+    torch.set_num_threads(1)
+    getattr(importlib.import_module(module), name)(*args)
+
+
 @dataclass
 class _Worker:
     proc: object
-    page: Path | None = None
+    page: Path | Task | None = None
     out: Path | None = None
     started: float = 0.0
     buffer: bytes = field(default=b"")
@@ -119,22 +152,48 @@ class Pool:
             self._retire(worker)
         self.selector.close()
 
-    def run(self, pages: list[Path], timeout: int, scratch: Path, on_done,
+    def run(self, pages: list[Path | Task], timeout: int, scratch: Path, on_done,
             before_first_page=lambda: None) -> list[PageTiming]:
-        """执行 pages（已排好先后），每完成一页调用 on_done(page, 输出文件或 None)。
-        派出第一页之前调用 before_first_page()（工作进程此时已在启动、预先 import torch）。"""
+        """执行 pages（已排好先后；Task 是页面之前的任务），每完成一页调用 on_done(page, 输出文件或 None)。
+        一页要等它的任务都结束（不论成败）才派出。派出第一页之前调用 before_first_page()
+        （工作进程此时已在启动、预先 import torch）。"""
         queue = list(pages)
         timings: list[PageTiming] = []
 
+        def ready(item: Path | Task) -> bool:
+            pending = queue + [w.page for w in self.workers]
+            return isinstance(item, Task) or not any(isinstance(t, Task) and t.before == item for t in pending)
+
         def dispatch(worker: _Worker) -> None:
-            if not queue:
+            item = next((i for i in queue if ready(i)), None)
+            if item is None:
                 return
-            worker.page = queue.pop(0)
-            worker.out = scratch / f"{len(queue)}-{worker.page.stem}.ipynb"
-            worker.started = time.perf_counter()
-            job = {"page": str(worker.page), "timeout": timeout, "out": str(worker.out)}
+            queue.remove(item)
+            worker.page, worker.started = item, time.perf_counter()
+            if isinstance(item, Task):
+                worker.out = None
+                job = {"call": item.call, "args": list(item.args)}
+            else:
+                worker.out = scratch / f"{len(queue)}-{item.stem}.ipynb"
+                job = {"page": str(item), "timeout": timeout, "out": str(worker.out)}
             worker.proc.stdin.write((json.dumps(job) + "\n").encode())
             worker.proc.stdin.flush()
+
+        def finished(worker: _Worker, ok: bool, result: dict | None) -> None:
+            item, worker.page = worker.page, None
+            if isinstance(item, Task):
+                if not ok:
+                    print(f"[build_book] 预执行任务失败：{item.name}（页面会自己再算一遍）", flush=True)
+                timings.append(PageTiming(item.name, time.perf_counter() - worker.started, 0.0, ok))
+                return
+            if result is None:
+                on_done(item, None)
+                return
+            timings.append(PageTiming(str(item), time.perf_counter() - worker.started,
+                                      result["kernel_seconds"], ok))
+            if not ok:
+                print(f"[build_book] 预执行失败：{item}（交给 Sphinx 重新执行并报告）", flush=True)
+            on_done(item, worker.out if ok else None, result["seconds"])
 
         before_first_page()
         for worker in list(self.workers):
@@ -148,9 +207,9 @@ class Pool:
                     self._retire(worker)
                     if page is not None:
                         tail = worker.log.read_text(encoding="utf-8", errors="replace")[-2000:]
-                        print(f"[build_book] 预执行进程意外退出（退出码 {code}）：{page}"
+                        print(f"[build_book] 预执行进程意外退出（退出码 {code}）：{getattr(page, 'name', page)}"
                               f"（交给 Sphinx 重新执行并报告）。它的 stderr 末尾：\n{tail}", flush=True)
-                        on_done(page, None)
+                        finished(worker, False, None)
                     if queue or any(w.page is not None for w in self.workers):
                         dispatch(self._spawn())
                     continue
@@ -158,13 +217,9 @@ class Pool:
                 while b"\n" in worker.buffer:
                     line, worker.buffer = worker.buffer.split(b"\n", 1)
                     result = json.loads(line)
-                    seconds = time.perf_counter() - worker.started
-                    timings.append(PageTiming(str(worker.page), seconds, result["kernel_seconds"], result["ok"]))
-                    if not result["ok"]:
-                        print(f"[build_book] 预执行失败：{worker.page}（交给 Sphinx 重新执行并报告）", flush=True)
-                    on_done(worker.page, worker.out if result["ok"] else None, result["seconds"])
-                    worker.page = None
-                    dispatch(worker)
+                    finished(worker, result["ok"], result)
+                    for idle in [w for w in self.workers if w.page is None]:  # 任务结束可能放出了等着的页面
+                        dispatch(idle)
         return timings
 
 
@@ -177,9 +232,10 @@ def _read_json(path: Path) -> dict:
 
 def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, env: dict[str, str],
                 workers: int | None = None, history_file: Path | None = None,
-                before_first_page=lambda: None) -> list[PageTiming]:
+                before_first_page=lambda: None, tasks: list[Task] = ()) -> list[PageTiming]:
     """把执行缓存里还没有的页面并行执行好并存入缓存；返回每页的计时（没有并行执行时为空）。
-    before_first_page：第一页开始执行之前要等的事（构建脚本的字体缓存）。"""
+    before_first_page：第一页开始执行之前要等的事（构建脚本的字体缓存）。
+    tasks：页面之前的任务；只做要执行的页面的那些，排在所有页面之前。"""
     nbi = nb_internals.load()
     workers = workers or cpu_workers()
     cache = nbi.open_cache(cache_dir)
@@ -198,8 +254,11 @@ def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, env: dict[str,
     if len(todo) < 2 or workers < 2:  # 只有一页要跑、或只有一个 CPU 时并行没有好处，交给 Sphinx
         return []
     todo.sort(key=lambda p: estimate_seconds(p, history, hints), reverse=True)
-    workers = min(workers, len(todo))
-    print(f"[build_book] 并行预执行 {len(todo)} 页（{workers} 个进程，最长的先跑）…", flush=True)
+    before = [t for t in tasks if t.before in todo]
+    workers = min(workers, len(todo) + len(before))
+    extra = f"，另有 {len(before)} 个任务排在要它们的页面之前" if before else ""
+    print(f"[build_book] 并行预执行 {len(todo)} 页（{workers} 个进程，最长的先跑{extra}）…", flush=True)
+    todo = before + todo
 
     def on_done(page: Path, out: Path | None, seconds: float | None = None) -> None:
         if out is None:
@@ -219,7 +278,7 @@ def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, env: dict[str,
             raise
         pool.close()
     if history_file:
-        history.update({t.page: round(t.seconds, 2) for t in timings})
+        history.update({t.page: round(t.seconds, 2) for t in timings if t.page.endswith(".md")})
         history_file.write_text(json.dumps(history, ensure_ascii=False, indent=0, sort_keys=True), encoding="utf-8")
     return timings
 
@@ -239,6 +298,19 @@ def worker_main(preload: list[str]) -> int:
         manager = zygote.kernel_manager_class()
     for line in sys.stdin:
         job = json.loads(line)
+        if "call" in job:
+            start = time.perf_counter()
+            try:
+                run_call(job["call"], job["args"])
+                ok = True
+            except Exception:  # noqa: BLE001  任务失败：说一句（stderr 在工作进程的日志里），页面自己再算
+                import traceback
+
+                traceback.print_exc()
+                ok = False
+            protocol.write(json.dumps({"page": job["call"], "ok": ok, "seconds": time.perf_counter() - start,
+                                       "kernel_seconds": 0.0}) + "\n")
+            continue
         page = Path(job["page"])
         start = time.perf_counter()
         ready = []

@@ -546,7 +546,7 @@ def trained_head_explorer(weights, tokens, static: Figure, alt: str,
     （见第 7 节 训练出来的头）。
 
     weights: 按层排列，每项 [heads, seq, seq]（也接受 [1, heads, seq, seq]），
-    即 `heads.TinyGPT.attention` 对一条序列的结果；
+    即 `tinygpt.TinyGPT.attention_weights` 对一条序列的结果；
     tokens: 这条序列的 token（字符串）。
     copy_start、copy_length: 第二遍 A 的起点和 A 的长度（给出时，
     第二遍里的位置额外标出“上次出现处的下一个位置” t − L + 1）。
