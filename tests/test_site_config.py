@@ -70,7 +70,7 @@ def test_jupyter_book_merges_our_settings_into_its_own():
     assert theme["navbar_persistent"] == []
     assert theme["home_page_in_toc"] is True and "launch_buttons" in theme, theme  # Jupyter Book 自己的选项
     for key in ("html_context", "togglebutton_hint", "togglebutton_hint_hide", "locale_dirs", "templates_path",
-                "mathjax_path", "book_pdf_on_site", "book_appendices"):
+                "html_math_renderer", "katex_prerender", "katex_css_path", "book_pdf_on_site", "book_appendices"):
         assert final[key] == SPHINX_CONFIG[key], key
 
 

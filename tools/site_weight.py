@@ -10,6 +10,7 @@ Chromium 打开每一页，记下每个文件实际传输的字节数。
   字节：本页的 HTML 和别的页没用过的文件。已经缓存的共用文件（主题、脚本、字体）不再下载。
 
 预算（tests/test_page_weight.py 守着它们）：每页首次访问 ≤ 1 MB；没有交互图的页首次访问 ≤ 400 KB、接着读 ≤ 30 KB。
+接着读的预算不算本页的图（``_images/``）：图是读者来读的内容，和正文一样，只是页面框架与共用文件不该再下载。
 tools/lighthouse.py 也用这里的服务器。
 """
 
@@ -106,6 +107,11 @@ class Visit:
     def total(self) -> int:
         return sum(self.files.values())
 
+    @property
+    def without_images(self) -> int:
+        """不算本页的图（_images/ 下的文件）。"""
+        return sum(n for url, n in self.files.items() if not url.startswith(("_images/", "en/_images/")))
+
 
 def site_pages(site: Path) -> list[str]:
     """网站里的内容页（中文版与 en/ 下的英文版），按目录顺序：首页之后是 book/ 下的各页。"""
@@ -186,24 +192,26 @@ def budget_problems(site: Path, results: dict[str, dict]) -> list[str]:
     """超出预算的页面，一页一行（空表示都在预算内）。"""
     problems = []
     for page, r in results.items():
-        first, repeat = r["first"].total, r["repeat"].total
+        first, repeat = r["first"].total, r["repeat"].without_images
         if first > FIRST_VISIT_ANY:
             problems.append(f"{page}: 首次访问 {first / KB:.0f} KB > {FIRST_VISIT_ANY / KB:.0f} KB")
         if not has_interactive_figure(site, page):
             if first > FIRST_VISIT_TEXT:
                 problems.append(f"{page}: 首次访问 {first / KB:.0f} KB > {FIRST_VISIT_TEXT / KB:.0f} KB（没有交互图的页）")
             if repeat > REPEAT_VISIT_TEXT:
-                problems.append(f"{page}: 接着读 {repeat / KB:.1f} KB > {REPEAT_VISIT_TEXT / KB:.0f} KB（没有交互图的页）："
+                problems.append(f"{page}: 接着读 {repeat / KB:.1f} KB > {REPEAT_VISIT_TEXT / KB:.0f} KB（没有交互图的页，不算图）："
                                 + ", ".join(f"{u} {n / KB:.1f} KB" for u, n in sorted(
                                     r["repeat"].files.items(), key=lambda x: -x[1])[:5]))
     return problems
 
 
 def report(site: Path, results: dict[str, dict], top: int = 0) -> str:
-    lines = [f"{'页面':<44} {'首次访问':>10} {'接着读':>9}  交互图"]
+    lines = [f"{'页面':<44} {'首次访问':>10} {'接着读':>9} {'其中的图':>9}  交互图"]
     for page, r in results.items():
         mark = "是" if has_interactive_figure(site, page) else ""
-        lines.append(f"{page:<46} {r['first'].total / KB:>8.1f} KB {r['repeat'].total / KB:>7.1f} KB  {mark}")
+        images = r["repeat"].total - r["repeat"].without_images
+        lines.append(f"{page:<46} {r['first'].total / KB:>8.1f} KB {r['repeat'].total / KB:>7.1f} KB "
+                     f"{images / KB:>7.1f} KB  {mark}")
         for url, size in sorted(r["first"].files.items(), key=lambda x: -x[1])[:top]:
             lines.append(f"    {size / KB:>8.1f} KB  {url}")
     return "\n".join(lines)

@@ -114,9 +114,9 @@ def math_assets_only_with_math(app: Sphinx, pagename: str, templatename: str, co
         return
     body = context.get("body", "")
     if ERROR in body:
-        source = re.search(ERROR + r'[^>]*title="([^"]*)"', body)
-        logger.warning(f"[book_math] {pagename}: KaTeX 排不了这个公式："
-                       f"{source.group(1) if source else '（见页面里标红的公式）'}")
+        found = re.search(ERROR + r'[^>]*title="([^"]*)"', body)
+        detail = found.group(1) if found else "（见页面里标红的公式）"
+        logger.warning(f"[book_math] {pagename}: KaTeX 排不了这个公式：{detail}")
     if RENDERED in body:
         return
     ours = {app.config.katex_css_path, "katex-math.css"}
