@@ -9,6 +9,7 @@ pydata-sphinx-theme 给每一页加载 fontawesome.js（543 KB，gzip 后约 150
 ``fa-名字`` 类（按主题 CSS 里的规则换成码位），加上主题 CSS 自己用这个字体画的符号（``--pst-icon-*``：提示框、
 外链箭头……）以及 CSS 里直接写码位的规则。裁剪用 fontTools（woff2 要 brotli），woff2 与 ttf 两份都裁（CSS 里两种
 格式都列着）。Sphinx 每次构建都重新复制主题的静态文件，这里每次构建结束都重新裁一遍（不到一秒）。
+没有页面再加载的 fontawesome.js（连同它的 .map 与许可说明）也从输出里删掉，网站的 zip 小 2 MB。
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ def subset_icon_font(app: Sphinx, exception) -> None:
         return
     for font in fonts:
         subset_font(font, codepoints)
+    for unused in (outdir / "_static" / "scripts").glob("fontawesome.js*"):
+        unused.unlink()
 
 
 def setup(app: Sphinx) -> dict:

@@ -21,6 +21,8 @@ PDF 不经过这里：LaTeX 构建照旧把公式原样交给 XeLaTeX。配置�
    PDF 不受影响）。
 5. **写错的公式让构建失败。** sphinxcontrib-katex 让 KaTeX 在出错时不抛异常（``throwOnError: false``，代码里的
    常量），把原文标红印在页面上。这里发现页面里有 KaTeX 的错误标记时发警告（构建带 ``-W``，于是失败）。
+6. **排版进程随构建结束。** sphinxcontrib-katex 的 Node 进程只在解释器正常退出时才停；这里在构建结束时停掉它，
+   免得它留下来占着构建输出的管道（读输出的测试会一直等下去）。
 """
 
 from __future__ import annotations
@@ -68,6 +70,19 @@ def use_npm_katex(app: Sphinx, config) -> None:
 def woff2_only(css: str) -> str:
     """KaTeX 的 CSS 里每个 @font-face 只留 woff2 一种格式（见模块说明第 2 条）。"""
     return FONT_SOURCES.sub(r'src:url(\1) format("woff2")', css)
+
+
+def stop_katex_server(app: Sphinx, exception) -> None:
+    """构建结束（成功或失败）时停掉 sphinxcontrib-katex 的排版进程。它只在解释器正常退出时（atexit）才停；
+    Sphinx 的进程被别的方式结束时，它会留下来，还占着构建输出的管道，读构建输出的一方就一直等下去。"""
+    from sphinxcontrib.katex import KaTeXServer
+
+    import atexit
+
+    server, KaTeXServer.katex_server = KaTeXServer.katex_server, None
+    if server is not None:
+        atexit.unregister(KaTeXServer.terminate)  # 它登记的退出处理会再停一次，删已经删掉的临时目录
+        server.terminate()
 
 
 def copy_katex_assets(app: Sphinx) -> None:
@@ -122,12 +137,15 @@ def math_assets_only_with_math(app: Sphinx, pagename: str, templatename: str, co
     ours = {app.config.katex_css_path, "katex-math.css"}
     css = context.get("css_files")
     if css:
-        css[:] = [c for c in css if str(getattr(c, "filename", c)) not in ours]
+        # Sphinx 7.4 记的文件名带着 _static/ 前缀
+        css[:] = [c for c in css if str(getattr(c, "filename", c)).removeprefix("_static/") not in ours]
 
 
 def setup(app: Sphinx) -> dict:
     app.connect("config-inited", use_npm_katex)
     app.connect("builder-inited", copy_katex_assets, priority=400)
     app.connect("doctree-resolved", wrap_display_math)
-    app.connect("html-page-context", math_assets_only_with_math, priority=800)
+    app.connect("build-finished", stop_katex_server)
+    # html-page-context 由 emit_firstresult 发出：某个处理器一返回值，后面的就不再被调用；所以早一点
+    app.connect("html-page-context", math_assets_only_with_math, priority=100)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
