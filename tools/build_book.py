@@ -444,8 +444,7 @@ def sync_tree(source: Path, target: Path, shared: Path | None = None) -> int:
         wanted.add(rel)
         dest = target / rel
         if path.is_dir():
-            dest.mkdir(parents=True, exist_ok=True)
-            continue
+            continue  # 目录随其中的文件建立（只装着共用文件的目录在 target 里不出现）
         data = path.read_bytes()
         if common and path.suffix == ".html":
             data = use_shared_static(data, len(rel.parts) - 1, common)
