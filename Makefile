@@ -1,11 +1,11 @@
 # 《Attention 机制与 Transformer Block》的两条命令：make html、make test。
-# 其余：make unit、make serve、make pdf、make screenshots、make dist、make bench、make lock、make clean。
+# 其余：make unit、make serve、make pdf、make screenshots、make dist、make bench、make lighthouse、make lock、make clean。
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.lock-installed
 
-.PHONY: html test unit serve pdf screenshots dist bench lock clean setup translations
+.PHONY: html test unit serve pdf screenshots dist bench lighthouse lock clean setup translations
 
 # 建虚拟环境并按锁 requirements.lock 安装（锁里的包一个不多一个不少），再可编辑安装 minigpt；
 # 只在锁、requirements.txt 或 pyproject.toml 变了之后才重新安装（requirements.txt 改了而锁没刷新时停下，提示 make lock）
@@ -13,7 +13,21 @@ $(STAMP): requirements.lock requirements.txt pyproject.toml
 	$(PYTHON) tools/lock.py install --venv $(VENV)
 	@touch $@
 
-setup: $(STAMP)
+# Node 包（package.json，版本锁在 package-lock.json）：构建网站时排公式的 KaTeX。npm ci 按锁安装，只在锁变了之后重装；
+# make bench 的 Lighthouse 是开发依赖，只有 make lighthouse / make bench 才装（NPM_ALL）
+NPM_HTML := node_modules/.html-installed
+NPM_ALL  := node_modules/.all-installed
+$(NPM_HTML): package.json package-lock.json
+	@tools/system_deps.sh install node
+	npm ci --omit=dev --no-audit --no-fund
+	@touch $@
+
+$(NPM_ALL): package.json package-lock.json
+	@tools/system_deps.sh install node
+	npm ci --no-audit --no-fund
+	@touch $@ $(NPM_HTML)
+
+setup: $(STAMP) $(NPM_HTML)
 	@tools/system_deps.sh install html
 
 # 构建网站到 _build/html（警告即失败；包或依赖一变就重跑所有页面）：中文版在根目录，英文版在 en/
@@ -80,9 +94,16 @@ dist: setup
 	$(PY) tools/dist.py
 
 # 基准（不是测试）：冷构建、空操作重建，以及从保存到页面写到磁盘上的时间（改一段文字、改一个代码单元）
-bench: setup
+bench: setup lighthouse
 	$(PY) tools/bench.py
 	$(PY) tools/bench_grade.py
+
+# 读者那一端（不是测试）：在本机用 gzip 提供已构建的网站（make html），以 Lighthouse（npm，移动端配置，Debian 的
+# chromium）测首页、公式最多的一页（§2）、§7 和一页英文版，打印四项得分与每页传输的文件。目标：性能 ≥ 95、
+# 无障碍 100、最佳实践 ≥ 95、SEO ≥ 95。机器忙时性能分偏低：报告时写明负载
+lighthouse: setup $(NPM_ALL)
+	@tools/system_deps.sh install browser
+	$(PY) tools/lighthouse.py
 
 # 刷新锁：在全新的虚拟环境里按 requirements.txt 解析，写出 requirements.lock（改了 requirements.txt 之后运行）
 lock:

@@ -1,6 +1,8 @@
 """读渲染后页面的正文（<article> 里的文字、链接、图片、glue 填入的文字和公式），供各页面测试共用。
 
-只看正文，不看侧边栏：侧边栏对每一页都列出全部链接。
+只看正文，不看侧边栏：侧边栏对每一页都列出全部链接。公式在构建时已由 KaTeX 排好（book/_ext/book_math.py）：
+排出来的字形与 MathML 不算正文文字，公式只以它的 TeX 源码出现（KaTeX 写在 MathML 的
+``<annotation encoding="application/x-tex">`` 里），与页面源文件里写的一样。
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class ArticleParser(HTMLParser):
         self.chunks: list[str] = []
         # 打开着的元素：(标签, 在输出里?, 所在解答的 id, 在 <pre> 里?)
         self.stack: list[tuple[str, bool, str | None, bool]] = []
+        # 打开着的元素各自是否在 KaTeX 排好的公式里、是否在它的 TeX 源码（annotation）里
+        self.formula: list[tuple[str, bool, bool]] = []
 
     VOID = ("img", "br", "hr", "input", "meta", "link", "source", "wbr", "col", "area")
 
@@ -66,12 +70,30 @@ class ArticleParser(HTMLParser):
             if self.stack.pop()[0] == tag:
                 break
 
+    def _in_rendered_formula(self) -> bool:
+        """正在 KaTeX 排出的字形或 MathML 里（不在 TeX 源码里）：这些文字不算。"""
+        return bool(self.formula) and self.formula[-1][1] and not self.formula[-1][2]
+
+    def _track_formula(self, tag: str, classes: list[str], a: dict) -> None:
+        katex, source = self.formula[-1][1:] if self.formula else (False, False)
+        if tag not in self.VOID:
+            self.formula.append((tag, katex or "katex" in classes,
+                                 source or (tag == "annotation" and a.get("encoding") == "application/x-tex")))
+
+    def _untrack_formula(self, tag: str) -> None:
+        if tag in self.VOID:
+            return
+        while self.formula:
+            if self.formula.pop()[0] == tag:
+                break
+
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "article":
             self.depth += 1
         if not self.depth:
             return
+        self._track_formula(tag, (a.get("class") or "").split(), a)
         self._open(tag, (a.get("class") or "").split(), a)
         if tag in ("script", "style"):
             self.skip += 1
@@ -98,6 +120,7 @@ class ArticleParser(HTMLParser):
         if not self.depth:
             return
         self._close(tag)
+        self._untrack_formula(tag)
         if tag in ("script", "style"):
             self.skip -= 1
         if tag == "h1" and self.in_h1:
@@ -114,7 +137,7 @@ class ArticleParser(HTMLParser):
             self.depth -= 1
 
     def handle_data(self, data):
-        if not self.depth or self.skip:
+        if not self.depth or self.skip or self._in_rendered_formula():
             return
         self.chunks.append(data)
         if self.stack and self.stack[-1][1]:

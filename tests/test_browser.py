@@ -3,7 +3,7 @@
 网站由本机 127.0.0.1 上的一个 http.server 线程提供；发往其他主机的请求一律被拦下并记为失败，
 所以这些测试同时检验“离线可读”。每一页（目录里的全部页面）都要做到：
 没有控制台错误、没有失败的请求、没有请求其他主机、每张图都加载出来且有替代文字、
-公式由 MathJax 排好（没有残留的 $$ 或 \\( \\)）、标题层级不跳级，深色模式下图仍是白底。
+公式在构建时已由 KaTeX 排好（没有残留的 $$ 或 \\( \\)，页面不运行公式脚本）、标题层级不跳级，深色模式下图仍是白底。
 另外检查：作业页的答案折叠块点开才显示；搜索页用中文搜得到对应的页面。
 每页在浅色、深色模式下各截一张整页图，供人查看：只在设了 BOOK_SCREENSHOTS 时截（make screenshots），
 存到 _build/screenshots/（见 conftest.Screenshots）。
@@ -81,13 +81,10 @@ WAIT_FOR_IMAGES = """async () => {
       new Promise(done => { img.addEventListener('load', done); img.addEventListener('error', done); })));
 }"""
 
-WAIT_FOR_MATH = """async () => {
-  if (!document.querySelector('.math')) return 'no-math';
-  for (let i = 0; i < 200 && !(window.MathJax && MathJax.startup && MathJax.startup.promise); i++)
-    await new Promise(r => setTimeout(r, 50));
-  if (!(window.MathJax && MathJax.startup && MathJax.startup.promise)) return 'no-mathjax';
-  await MathJax.startup.promise;
-  return 'typeset';
+WAIT_FOR_MATH = """() => {
+  // 公式在构建时已排好（book/_ext/book_math.py）：页面里不该有公式脚本在跑
+  if (window.MathJax || window.katex || window.renderMathInElement) return 'math-script';
+  return document.querySelector('.math') ? 'prerendered' : 'no-math';
 }"""
 
 CHECK_PAGE = r"""() => {
@@ -111,16 +108,19 @@ CHECK_PAGE = r"""() => {
       problems.push(`图的替代文字只是文件名: ${src} alt="${alt}"`);
   }
 
-  // 公式：每个 .math 都已由 MathJax 排成 mjx-container，没有报错
+  // 公式：每个 .math 都已在构建时由 KaTeX 排好（带 MathML），没有报错，而且看得见（有宽有高）
   const maths = [...article.querySelectorAll('.math')];
-  const raw = maths.filter(m => !m.querySelector('mjx-container'));
-  if (raw.length) problems.push(`${raw.length} 处公式没有被 MathJax 排版，例如: ${raw[0].textContent.slice(0, 60)}`);
-  const errors = article.querySelectorAll('mjx-merror, [data-mjx-error]');
-  if (errors.length) problems.push(`MathJax 报错: ${errors[0].getAttribute('data-mjx-error') || errors[0].textContent}`);
+  const raw = maths.filter(m => !m.querySelector('.katex .katex-html') || !m.querySelector('.katex-mathml math'));
+  if (raw.length) problems.push(`${raw.length} 处公式没有排好，例如: ${raw[0].textContent.slice(0, 60)}`);
+  const errors = article.querySelectorAll('.katex-error');
+  if (errors.length) problems.push(`KaTeX 报错: ${errors[0].getAttribute('title') || errors[0].textContent}`);
+  const invisible = maths.filter(m => { const r = m.querySelector('.katex-html').getBoundingClientRect();
+                                       return !(r.width > 0 && r.height > 0); });
+  if (invisible.length && !raw.length) problems.push(`${invisible.length} 处公式排好了却看不见`);
 
   // 正文文字（代码、公式之外）里不该残留 TeX 定界符
   const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT, {
-    acceptNode: n => n.parentElement.closest('pre, code, script, style, textarea, mjx-container, .math, .highlight')
+    acceptNode: n => n.parentElement.closest('pre, code, script, style, textarea, .katex, .math, .highlight')
       ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT });
   for (let n; (n = walker.nextNode());) {
     const m = n.textContent.match(/\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\\frac|\\sqrt|\\mathrm/);
@@ -197,8 +197,8 @@ def check_light(tab, site, screenshots, docname) -> list[str]:
         page = visit.page
         page.evaluate(WAIT_FOR_IMAGES)
         math = page.evaluate(WAIT_FOR_MATH)
-        if math == "no-mathjax":
-            visit.problems.append("页面有公式，但 MathJax 没有加载")
+        if math == "math-script":
+            visit.problems.append("页面在运行公式脚本（MathJax / KaTeX），公式本该在构建时排好")
         visit.problems += page.evaluate(CHECK_PAGE)
         visit.problems += english_interface(page)
         page.wait_for_load_state("networkidle")

@@ -88,23 +88,19 @@ def test_stylesheets_pull_no_fonts_or_css_from_another_host(html):
     assert not bad, f"样式表里有指向其他主机的 url()/@import（字体或 CSS 走了 CDN）: {bad}"
 
 
-def test_mathjax_is_bundled_and_loaded_once_per_page(html, pages):
-    """有公式的页面用本站自带的 MathJax 3；它不在源目录的 _static 里，不会给每页挂几十个脚本。"""
-    with_math = 0
-    for page in pages:
-        scripts = parse(page).loads
-        mathjax = [s for s in scripts if "mathjax" in s.lower()]
-        if parse(page).math:
-            with_math += 1
-            assert len(mathjax) == 1, f"{page.name}: MathJax 脚本应恰好一个，实际 {mathjax}"
-            target = (page.parent / mathjax[0].split("?")[0]).resolve()
-            assert target.is_file(), f"{page.name}: MathJax 脚本 {mathjax[0]} 不存在"
-        assert len([s for s in scripts if s.endswith(".js") or ".js?" in s]) < 40, \
-            f"{page.name} 挂了 {len(scripts)} 个脚本：是不是有大目录被放进了 html_static_path？"
-    assert with_math, "没有一页含公式：MathJax 检查落空"
-    static_dirs = [REPO / "_static", REPO / "book" / "_static"]
-    leaked = [p for d in static_dirs if d.is_dir() for p in d.rglob("*") if "mathjax" in p.name.lower()]
-    assert not leaked, f"MathJax 不应放进源目录的 _static（会被挂到每一页）: {leaked}"
+def test_no_page_of_either_edition_loads_a_math_script(html, pages):
+    """公式在构建时排好（book/_ext/book_math.py）：两种语言的任何一页都不加载 MathJax 或 KaTeX 的脚本，
+    网站里也没有 MathJax 的副本；每页挂的脚本不多（没有大目录被放进 html_static_path）。"""
+    everything = pages + site_pages(html, english=True)
+    for page in everything:
+        scripts = [s for s in parse(page).loads if s.endswith(".js") or ".js?" in s]
+        math = [s for s in scripts if "mathjax" in s.lower() or "katex" in s.lower()]
+        assert not math, f"{page.relative_to(html)} 加载了公式脚本: {math}"
+        inline = page.read_text(encoding="utf-8")
+        assert "MathJax" not in inline, f"{page.relative_to(html)} 里还有 MathJax 的配置或脚本"
+        assert len(scripts) < 40, f"{page.name} 挂了 {len(scripts)} 个脚本：是不是有大目录被放进了 html_static_path？"
+    copies = [p for p in html.rglob("*") if "mathjax" in p.name.lower()]
+    assert not copies, f"网站里不该再有 MathJax: {copies[:5]}"
 
 
 def test_search_box_placeholder_is_chinese(html, pages):

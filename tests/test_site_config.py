@@ -70,7 +70,7 @@ def test_jupyter_book_merges_our_settings_into_its_own():
     assert theme["navbar_persistent"] == []
     assert theme["home_page_in_toc"] is True and "launch_buttons" in theme, theme  # Jupyter Book 自己的选项
     for key in ("html_context", "togglebutton_hint", "togglebutton_hint_hide", "locale_dirs", "templates_path",
-                "mathjax_path", "book_pdf_on_site", "book_appendices"):
+                "html_math_renderer", "katex_prerender", "katex_css_path", "book_pdf_on_site", "book_appendices"):
         assert final[key] == SPHINX_CONFIG[key], key
 
 
@@ -121,9 +121,11 @@ def read_po(path):
 
 def test_interface_translations_are_a_complete_po_catalog():
     """locale/zh_CN/LC_MESSAGES/sphinx.po：每条都有中文译文、没有 fuzzy，而且每条原文都是 Sphinx 或
-    pydata-sphinx-theme 界面上真有的字符串（不是对不上号、永远不起作用的条目）。"""
+    pydata-sphinx-theme 界面上真有的字符串，或是排公式的 sphinxcontrib-katex 代码里经由 Sphinx 翻译的字符串
+    （不是对不上号、永远不起作用的条目）。"""
     import pydata_sphinx_theme
     import sphinx
+    import sphinxcontrib.katex
 
     assert SPHINX_CONFIG["locale_dirs"] == ["locale"]
     catalog = read_po(REPO / "locale" / "zh_CN" / "LC_MESSAGES" / "sphinx.po")
@@ -133,6 +135,8 @@ def test_interface_translations_are_a_complete_po_catalog():
     for pot in (Path(sphinx.__file__).parent / "locale" / "sphinx.pot",
                 Path(pydata_sphinx_theme.__file__).parent / "locale" / "sphinx.pot"):
         known |= {m.id for m in read_po(pot) if m.id}
+    katex_source = Path(sphinxcontrib.katex.__file__).read_text(encoding="utf-8")
+    known |= {text for _, text in re.findall(r"""\b_\((['"])(.+?)\1\)""", katex_source)}
     for message in entries:
         assert CJK.search(message.string or ""), f"没有中文译文：{message.id!r}"
         assert not message.fuzzy, f"fuzzy 条目不会被使用：{message.id!r}"

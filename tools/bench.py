@@ -33,6 +33,7 @@ from build_book import toc_pages  # tools/ 在 sys.path 上：与构建脚本读
 REPO = Path(__file__).resolve().parent.parent
 # 构建读到的一切：书、包、构建脚本，以及打包 wheel 时要的 pyproject.toml、LICENSE（作业包与笔记本包里的 wheel）
 COPY = ["book", "src", "tools", "locale", "_config.yml", "_toc.yml", "requirements.txt", "requirements.lock",
+        "package.json", "package-lock.json",
         "pyproject.toml", "LICENSE", "CITATION.cff", "README.md"]
 
 FLOOR_SCRIPT = r'''
@@ -123,6 +124,9 @@ def copy_book(root: Path) -> None:
             shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__", "_build"))
         elif src.exists():
             shutil.copy(src, root / name)
+    # 排公式的 KaTeX（make setup 按 package-lock.json 装的 node_modules）：副本直接用仓库里的这一份
+    if (REPO / "node_modules").is_dir():
+        (root / "node_modules").symlink_to(REPO / "node_modules", target_is_directory=True)
 
 
 def cold_build(root: Path, timings: Path) -> float:

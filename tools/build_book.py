@@ -41,6 +41,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -103,6 +104,10 @@ def build_env(root: Path) -> dict[str, str]:
     # 图（SVG/PDF）里的日期固定，输出可复现；Sphinx 页脚的版权年份也取自它：2026-01-01
     env.setdefault("SOURCE_DATE_EPOCH", "1767225600")
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # ipykernel 调试器的提示会写到 stderr
+    # 网站的公式由 Node 里的 KaTeX 排版（book/_ext/book_math.py 先在书的目录及其上级、再在 NODE_PATH 里找它）：
+    # 在别处构建的书（测试里的小书）也用本仓库 make setup 装的那一份
+    modules = str(REPO / "node_modules")
+    env["NODE_PATH"] = modules + (os.pathsep + env["NODE_PATH"] if env.get("NODE_PATH") else "")
     return env
 
 
@@ -428,33 +433,71 @@ def build_english(args) -> int:
         rest += ["--student", "--out", str(en_root), "--cache-from", str(cache)]
     code = main(["--root", str(en_root), *rest])
     if code == 0 and args.builder in ("html", "pdflatex"):
-        sync_tree(en_root / "_build" / "html", out / "_build" / "html" / i18n.LANG)
+        sync_tree(en_root / "_build" / "html", out / "_build" / "html" / i18n.LANG, shared=out / "_build" / "html")
     return code
 
 
-def sync_tree(source: Path, target: Path) -> int:
-    """把 source 目录同步到 target：只复制内容变了的文件，删掉 source 里已经没有的；返回复制的文件数。"""
+def sync_tree(source: Path, target: Path, shared: Path | None = None) -> int:
+    """把 source 目录同步到 target：只写内容变了的文件，删掉 source 里已经没有的；返回写过的文件数。
+
+    shared 是 target 所在的网站根目录（英文版 en/ 在中文网站里）：source 的 ``_static/`` 里与 shared 的
+    ``_static/`` 里逐字节相同的文件（主题、KaTeX、交互图的库……）不再复制一份，页面改为引用网站根目录的那一份，
+    两种语言一起发布时读者只下载一次。英文版自己的构建（source）不动，单独拿出来照样能用。"""
     if not source.is_dir():
         return 0
+    common = shared_static(source, shared) if shared is not None else set()
     copied = 0
     wanted = set()
     for path in source.rglob("*"):
         rel = path.relative_to(source)
+        if rel.as_posix() in common:
+            continue
         wanted.add(rel)
         dest = target / rel
         if path.is_dir():
-            dest.mkdir(parents=True, exist_ok=True)
-            continue
-        if dest.is_file() and dest.stat().st_size == path.stat().st_size and dest.read_bytes() == path.read_bytes():
+            continue  # 目录随其中的文件建立（只装着共用文件的目录在 target 里不出现）
+        data = path.read_bytes()
+        if common and path.suffix == ".html":
+            data = use_shared_static(data, len(rel.parts) - 1, common)
+        if dest.is_file() and dest.stat().st_size == len(data) and dest.read_bytes() == data:
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, dest)
+        dest.write_bytes(data)
+        shutil.copystat(path, dest)
         copied += 1
     if target.is_dir():
         for path in sorted(target.rglob("*"), reverse=True):
             if path.relative_to(target) not in wanted:
                 path.rmdir() if path.is_dir() else path.unlink()
     return copied
+
+
+def shared_static(source: Path, shared: Path) -> set[str]:
+    """source/_static 下与 shared/_static 下同一路径、逐字节相同的文件（相对 source 的路径）。"""
+    common = set()
+    for path in (source / "_static").rglob("*"):
+        rel = path.relative_to(source)
+        twin = shared / rel
+        if path.is_file() and twin.is_file() and twin.stat().st_size == path.stat().st_size \
+                and twin.read_bytes() == path.read_bytes():
+            common.add(rel.as_posix())
+    return common
+
+
+STATIC_LINK = r"""(["'(])%s_static/([^"'?#)\s]+)"""
+
+
+def use_shared_static(html: bytes, depth: int, common: set[str]) -> bytes:
+    """页面（在 en/ 下第 depth 层目录里）对 common 里文件的引用改成网站根目录的那一份（多上一级目录）。"""
+    up = "../" * depth
+
+    def relink(match: re.Match) -> bytes:
+        path = match.group(2).decode()
+        if f"_static/{path}" not in common:
+            return match.group(0)
+        return match.group(1) + f"../{up}_static/{path}".encode()
+
+    return re.sub((STATIC_LINK % re.escape(up)).encode(), relink, html)
 
 
 def build_pdf(build_dir: Path, env: dict[str, str], timings: dict) -> int:

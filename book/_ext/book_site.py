@@ -1,6 +1,6 @@
 """本书网站的本地 Sphinx 扩展（在 _config.yml 的 sphinx.local_extensions 里登记）。
 
-能写进配置的都在 _config.yml 里（主题选项、html_context、搜索框与折叠提示、模板目录、MathJax 路径），
+能写进配置的都在 _config.yml 里（主题选项、html_context、搜索框与折叠提示、模板目录、公式排版），
 界面文字的中文译文在 locale/zh_CN/LC_MESSAGES/sphinx.po。这里只留配置做不到的事，每一项都说明原因：
 
 1. **中文检索词典用绝对路径。** Sphinx 把 ``html_search_options['dict']`` 按构建时的工作目录解析，
@@ -8,10 +8,7 @@
    （构建带 ``-W``，于是构建失败），而不是让检索默默退化。jieba 把词典缓存写在所有用户共用的
    ``/tmp/jieba.cache``（权限 0600）：别的用户先构建过，这里就读不了也写不了，每次构建多花一秒，还在输出里
    打印一段 PermissionError 的 traceback。这里把缓存放进本用户的缓存目录（``~/.cache/minigpt-book``）。
-2. **MathJax 离线。** ``mathjax_path`` 在 _config.yml 里指向本站的 ``_static/mathjax/tex-chtml.js``；
-   这里在 HTML 构建结束时把 PyPI 包 ``sphinx-mathjax-offline`` 自带的 MathJax 3 复制过去。它不在源目录的
-   ``_static`` 里，所以 Jupyter Book 不会把它的几十个 .js 挂到每一页上。（不直接加载那个扩展：它对 PDF
-   构建也复制 24 MB 的 MathJax。）
+2. **（公式不在这里。）** 网站的公式在构建时排好，见 book_math.py；网站不带 MathJax。
 3. **每页都能下载 .ipynb。** sphinx-book-theme 只有在配置了 Binder/Colab 等“启动”服务时，才把
    MyST Markdown 页面对应的 notebook 复制到 ``_sources/`` 并放进下载菜单；本书离线发布、不配
    启动服务，所以在主题生成下载菜单之前（优先级 500 < 501）做同样的事。而且 myst-nb 在
@@ -60,10 +57,8 @@
 from __future__ import annotations
 
 import html
-import importlib
 import os
 import re
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -112,22 +107,6 @@ def jieba_cache_of_this_user(app: Sphinx, config) -> None:
         cache = Path(app.doctreedir).parent / ".jieba"
         cache.mkdir(parents=True, exist_ok=True)
     jieba.dt.tmp_dir = str(cache)
-
-
-# ---- 2. 离线 MathJax ------------------------------------------------------------------------
-
-def _mathjax_source() -> Path:
-    # 包名带连字符，只能这样导入；它只定义函数，导入时不做任何事
-    package = importlib.import_module("sphinx-mathjax-offline")
-    return Path(package.__file__).parent / "static" / "mathjax"
-
-
-def copy_mathjax(app: Sphinx, exception) -> None:
-    """mathjax_path 是本站的相对路径时，把 MathJax 复制到那里（复制文件，配置做不到）。"""
-    if exception is not None or app.builder.format != "html" or "://" in str(app.config.mathjax_path):
-        return
-    target = Path(app.outdir) / "_static" / Path(app.config.mathjax_path).parent
-    shutil.copytree(_mathjax_source(), target, dirs_exist_ok=True)
 
 
 # ---- 3. 每页的 .ipynb 下载 ----------------------------------------------------------------------
@@ -392,6 +371,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", chinese_download_menu, priority=502)
     app.connect("html-page-context", page_scripts)
     app.connect("html-page-context", dedupe_assets, priority=900)
-    app.connect("build-finished", copy_mathjax)
     app.connect("build-finished", write_root_redirect, priority=400)  # 先于 sphinx-external-toc（500）
     return {"version": "2.0", "parallel_read_safe": True, "parallel_write_safe": True}

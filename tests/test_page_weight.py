@@ -1,0 +1,91 @@
+"""读者下载多少：每一页在预算之内（tools/site_weight.py 量：本机像静态主机那样 gzip 提供网站，Chromium 打开每一页，
+记下每个文件实际传输的字节）。
+
+预算：任何一页首次访问（全新的缓存）≤ 1 MB；没有交互图的页首次访问 ≤ 400 KB，接着读（按目录顺序读到这一页时
+新下载的，不算本页的图）≤ 30 KB。两种语言的每一页都量。另有不开浏览器的检查：每页不加载 fontawesome.js，
+检索的脚本只在搜索页上，交互图的库只在有交互图的页上，英文版引用网站根目录的共用文件。
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, toc_docnames
+from pagekit import resources
+
+sys.path.insert(0, str(REPO / "tools"))
+import site_weight  # noqa: E402
+
+pytestmark = [pytest.mark.browser, pytest.mark.book]
+
+
+@pytest.fixture(scope="module")
+def html(built_book) -> Path:
+    return built_book.html
+
+
+@pytest.fixture(scope="module")
+def pages(html) -> list[str]:
+    found = site_weight.site_pages(html)
+    assert len(found) == 2 * len(toc_docnames()), f"两种语言的页面不全: {found}"
+    return found
+
+
+def test_budget_arithmetic_flags_what_it_should(tmp_path):
+    """预算的判断本身：超了的页被报告，没超的不报（接着读不算本页的图）。"""
+    (tmp_path / "text.html").write_text("<p>x</p>", encoding="utf-8")
+    (tmp_path / "fig.html").write_text('<div class="interactive-figure"></div>', encoding="utf-8")
+    visit = site_weight.Visit
+    results = {
+        "text.html": {"first": visit("text.html", {"a.js": 401_000}),
+                      "repeat": visit("text.html", {"text.html": 20_000, "_images/x.svg": 50_000})},
+        "fig.html": {"first": visit("fig.html", {"vega.js": 900_000}), "repeat": visit("fig.html", {"vega.js": 900_000})},
+    }
+    problems = site_weight.budget_problems(tmp_path, results)
+    assert len(problems) == 1 and problems[0].startswith("text.html: 首次访问 401 KB"), problems
+    results["fig.html"]["first"].files["more.js"] = 200_000
+    assert any(p.startswith("fig.html: 首次访问 1100 KB") for p in site_weight.budget_problems(tmp_path, results))
+
+
+def test_no_page_loads_fontawesome_js_or_the_search_index_outside_search(html, pages):
+    for page in pages:
+        loads = resources(html / page).loads
+        assert not [u for u in loads if "fontawesome" in u], f"{page} 还在加载 fontawesome.js"
+        assert not [u for u in loads if "searchindex" in u or "searchtools" in u], \
+            f"{page} 不是搜索页，却加载了检索脚本"
+    for search in ("search.html", "en/search.html"):
+        assert any("searchindex" in u for u in resources(html / search).loads), f"{search} 没有检索索引"
+
+
+def test_interactive_code_only_on_pages_with_interactive_figures(html, pages):
+    with_figures = 0
+    for page in pages:
+        loads = resources(html / page).loads
+        interactive = [u for u in loads if "interactive/" in u]
+        if site_weight.has_interactive_figure(html, page):
+            with_figures += 1
+            assert interactive, f"{page} 有交互图，却没有加载交互图的库"
+        else:
+            assert not interactive, f"{page} 没有交互图，却加载了 {interactive}"
+    assert with_figures
+
+
+def test_english_pages_share_the_sites_static_files(html):
+    """英文版与中文版逐字节相同的主题文件只有一份（网站根目录的 _static/），英文页引用它，它也确实在。"""
+    page = html / "en" / "book" / "s2_scaled_dot_product.html"
+    loads = [u.split("?")[0] for u in resources(page).loads]
+    shared = [u for u in loads if u.startswith("../../_static/")]
+    assert any(u.endswith("pydata-sphinx-theme.css") for u in shared), loads
+    for url in loads:
+        assert (page.parent / url).resolve().is_file(), f"英文页引用的 {url} 不存在"
+    assert not (html / "en" / "_static" / "styles" / "pydata-sphinx-theme.css").exists()
+
+
+def test_every_page_of_both_editions_is_within_budget(html, pages):
+    results = site_weight.measure(html, pages)
+    print("\n" + site_weight.report(html, results))
+    problems = site_weight.budget_problems(html, results)
+    assert not problems, "超出预算的页面：\n" + "\n".join(problems)
