@@ -21,7 +21,8 @@
     head: "第 {0} 层 · 头 {1}",
     headReadout: "最大的权重 {0} 在位置 {1}（token {2}）",
     prevNote: "；前一个位置 {0}：{1}",
-    inductionNote: "；上次出现处的下一个位置 {0}：{1}",
+    inductionNote: "；当前 token 早先出现处的下一个位置 {0}",
+    inductionItem: "{0}：{1}",
     legendPrev: "前一个位置",
     legendInduction: "当前 token 早先出现处的下一个位置",
     legendOther: "其他位置",
@@ -31,6 +32,7 @@
     actual: "序列里实际的下一个 token 是 {0}，模型给它的概率是 {1}。",
     noActual: "这是序列的最后一个位置，后面没有实际的 token 可以对照。",
     summary: "第 {0} 步的模型，位置 {1}（token {2}）：最可能的下一个 token 是 {3}，概率 {4}。",
+    listSep: "，",
     badToken: "第 {0} 个数“{1}”不对：每个 token 应是 0 到 {2} 之间的整数。",
     badLength: "序列应有 1 到 {0} 个 token，现在是 {1} 个。",
     noData: "活模型的数据没有加载（应在页面旁边的数据文件里）。",
@@ -278,7 +280,9 @@
         for (let j = 1; j <= pos; j++) if (row[j] > row[top]) top = j;
         let text = fmt(T.headReadout, fix2(row[top]), top, ids[top]);
         if (pos >= 1) text += fmt(T.prevNote, pos - 1, fix2(row[pos - 1]));
-        for (const j of earlier) text += fmt(T.inductionNote, j, fix2(row[j]));
+        if (earlier.size) {
+          text += fmt(T.inductionNote, [...earlier].map((j) => fmt(T.inductionItem, j, fix2(row[j]))).join(T.listSep));
+        }
         view.readout.textContent = text;
       }
       // 下一个 token 的预测
