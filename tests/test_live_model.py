@@ -100,9 +100,9 @@ def test_the_page_starts_on_a_position_whose_next_token_can_be_copied():
 
 
 def test_figure_gives_the_site_its_data_and_the_pdf_a_static_figure():
-    import matplotlib
+    from minigpt.plots import setup_chinese_font
 
-    matplotlib.use("Agg")
+    setup_chinese_font()
     ex = heads_cases.example()
     fig = LM.live_model_figure(heads_cases.run2(), ex.ids[:, :-1], alt="说明", position=-2)
     bundle = fig._repr_mimebundle_()
