@@ -323,3 +323,25 @@ def test_added_bytes_fit_300_kb_gzipped_and_load_only_on_this_page(tab, site, bu
     finally:
         tab.leave()
     assert requested and not [r for r in requested if "live-model" in r]
+
+
+def test_english_edition_runs_with_english_controls(tab, site):
+    """英文版（网站的 en/）：同一个模型、同样的数，界面文字是英文（JS 里的字符串来自 code.po 的译文，
+    译文坏了语法，整段脚本就不运行）。"""
+    import re
+
+    problems: list[str] = []
+    page = tab.visit(site + "en/" + PAGE, "light", lambda route: route.continue_(), {
+        "pageerror": lambda e: problems.append(f"脚本异常: {e}")})
+    try:
+        page.wait_for_selector(f"{ROOT}[data-ready]", timeout=20000)
+        root = page.locator(ROOT)
+        assert root.get_attribute("data-ready") == "true", problems
+        ui = root.locator(".live-model-ui").inner_text()
+        assert "Sequence (integers 0–15" in ui and "Training step" in ui
+        assert not re.search(r"[\u4e00-\u9fff]", ui), ui[:300]
+        result = root.evaluate("el => el.bookLiveResult")
+        assert largest_difference(result, heads_cases.run2().model) <= TOLERANCE
+    finally:
+        tab.leave()
+    assert not problems, problems
