@@ -11,6 +11,7 @@ Chromium 来自 Debian（tools/system_deps.sh install browser）；绝不运行 
 
 from __future__ import annotations
 
+import copy
 import gzip
 from urllib.parse import urlsplit
 
@@ -124,6 +125,7 @@ def test_page_matches_pytorch_within_1e_5_on_every_sequence_position_and_step(li
     run = heads_cases.run2()
     models = [run.snapshots[s] for s in LM.SNAPSHOT_STEPS] + [run.model]
     steps = [*LM.SNAPSHOT_STEPS, len(run.losses)]
+    doubles = [copy.deepcopy(m).double() for m in models]
     seq_input = live.root.locator('input[name="sequence"]')
     step_input = live.root.locator('input[name="step"]')
     worst = 0.0
@@ -142,6 +144,8 @@ def test_page_matches_pytorch_within_1e_5_on_every_sequence_position_and_step(li
             assert len(result["logits"]) == len(ids) and len(result["attn"]) == len(model.blocks)
             diff = largest_difference(result, model)
             assert diff <= TOLERANCE, (ids, steps[k], diff)
+            # 页面用 64 位浮点数算：与 PyTorch 的 float64 前向几乎逐位相同，上面的差几乎全是 float32 的舍入
+            assert largest_difference(result, doubles[k]) <= 1e-9, (ids, steps[k])
             worst = max(worst, diff)
             checked += 1
     assert checked == len(sequences()) * len(models)
@@ -345,3 +349,24 @@ def test_english_edition_runs_with_english_controls(tab, site):
     finally:
         tab.leave()
     assert not problems, problems
+
+
+def test_without_javascript_the_static_figure_shows_with_the_page_alt(browser, site):
+    """关掉 JavaScript：活模型的位置上是静态图（存在 _images/ 里），替代文字与页面上 glue:figure 的 :alt: 相同。"""
+    from conftest import Tab
+    from test_interactive_browser import directive_alt
+
+    tab = Tab(browser, javascript=False)
+    try:
+        page = tab.visit(site + PAGE, "light", lambda route: route.continue_(), {})
+        img = page.locator(f"{ROOT} img.interactive-figure-static")
+        img.scroll_into_view_if_needed()
+        page.wait_for_function(f"() => {{ const i = document.querySelector('{ROOT} img');"
+                               " return i.complete && i.naturalWidth > 0; }}", timeout=5000)
+        assert img.is_visible()
+        assert img.get_attribute("alt") == directive_alt("book/s7_trained_heads", "s7_fig_live")
+        assert img.get_attribute("src").startswith("../_images/interactive-")
+        assert page.locator(f"{ROOT} .live-model-ui").inner_text() == ""
+    finally:
+        tab.leave()
+        tab.close()
