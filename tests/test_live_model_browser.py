@@ -45,8 +45,13 @@ class LivePage:
             "response": lambda r: r.status >= 400 and self.problems.append(f"HTTP {r.status}: {r.url}"),
         })
         self.page.wait_for_selector(f"{ROOT}[data-ready]", timeout=20000)
-        # 主题在加载完后才给放不下、要横向滚动的代码块加上 tabindex（axe 查它）：与 test_browser 一样等网络空闲
+        # 主题在加载完后才给放不下、要横向滚动的代码块加上 tabindex（axe 查它）：与 test_browser 一样等网络空闲。
+        # 主题只在加载时和窗口改变大小时重算；字体晚到时代码块才变宽，所以等字体到齐、再发一次 resize，
+        # 直到每个要横向滚动的代码块都能用 Tab 到达（等的是这个条件，不是固定的时间）
         self.page.wait_for_load_state("networkidle")
+        self.page.evaluate("async () => { await document.fonts.ready; window.dispatchEvent(new Event('resize')); }")
+        self.page.wait_for_function("() => [...document.querySelectorAll('pre')]"
+                                    ".every(e => e.scrollWidth <= e.clientWidth || e.tabIndex === 0)", timeout=10000)
         self.root = self.page.locator(ROOT)
         assert self.root.get_attribute("data-ready") == "true", self.problems
         settle(self.page)
@@ -362,7 +367,7 @@ def test_without_javascript_the_static_figure_shows_with_the_page_alt(browser, s
         img = page.locator(f"{ROOT} img.interactive-figure-static")
         img.scroll_into_view_if_needed()
         page.wait_for_function(f"() => {{ const i = document.querySelector('{ROOT} img');"
-                               " return i.complete && i.naturalWidth > 0; }}", timeout=5000)
+                               " return i.complete && i.naturalWidth > 0; }", timeout=5000)
         assert img.is_visible()
         assert img.get_attribute("alt") == directive_alt("book/s7_trained_heads", "s7_fig_live")
         assert img.get_attribute("src").startswith("../_images/interactive-")
