@@ -1,7 +1,9 @@
-"""答案以纯数据传回：学生内核里的探针把答案变量写成 JSON，批改程序读回并逐项核对（见「教师指南」）。
+"""答案以纯数据传回：学生内核里的探针把答案变量写成 JSON，
+批改程序读回并逐项核对（见「教师指南」）。
 
-JSON 读的时候不会执行任何代码（不用 pickle，也不用 torch.load）。答案最多 ``MAX_ANSWER_BYTES``；
-格式哪里不对（被学生伪造、截断、太大），就整份提交“出错”，不会通过，也不会抛出异常。
+JSON 读的时候不会执行任何代码（不用 pickle，也不用 torch.load）。
+答案最多 ``MAX_ANSWER_BYTES``；格式哪里不对（被学生伪造、截断、太大），
+就整份提交“出错”，不会通过，也不会抛出异常。
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ import json
 import math
 
 MAX_ANSWER_BYTES = 1_000_000
-MAX_ELEMENTS = 4096          # 张量、列表最多这么多个元素（作业的答案都只有几个到几十个数）
-MAX_DEPTH = 8          # 列表最多嵌套这么多层（和张量的维数上限一样：heads.tolist() 是四层）
-DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
-          "uint8", "bool"}
+# 张量、列表最多这么多个元素（作业的答案都只有几个到几十个数）
+MAX_ELEMENTS = 4096
+# 列表最多嵌套这么多层（和张量的维数上限一样：heads.tolist() 是四层）
+MAX_DEPTH = 8
+DTYPES = {"float16", "bfloat16", "float32", "float64",
+          "int8", "int16", "int32", "int64", "uint8", "bool"}
 
 
 class AnswerFileError(Exception):
@@ -32,7 +36,8 @@ def __minigpt_grade_probe(__names, __limit=%(limit)d):
     def conv(v, depth=0):
         budget[0] -= 1
         if budget[0] < 0:
-            return {"kind": "opaque", "type": type(v).__name__[:40], "repr": "（答案太大，没有取回）"}
+            return {"kind": "opaque", "type": type(v).__name__[:40],
+                    "repr": "（答案太大，没有取回）"}
         if v is None:
             return {"kind": "none"}
         if v is Ellipsis:
@@ -47,7 +52,8 @@ def __minigpt_grade_probe(__names, __limit=%(limit)d):
             v = v.detach().as_subclass(torch.Tensor)
             dtype = str(v.dtype).replace("torch.", "")
             if v.device.type == "meta":
-                return {"kind": "opaque", "type": "Tensor", "repr": "meta 设备上的张量（没有数据）"}
+                return {"kind": "opaque", "type": "Tensor",
+                        "repr": "meta 设备上的张量（没有数据）"}
             if dtype not in ok or v.numel() > min(__limit, budget[0]) or v.dim() > 8:
                 return {"kind": "opaque", "type": "Tensor",
                         "repr": f"tensor(形状 {tuple(v.shape)}，{dtype})"}
@@ -62,8 +68,10 @@ def __minigpt_grade_probe(__names, __limit=%(limit)d):
             return {"kind": "float", "value": v}
         if type(v) is str:
             return {"kind": "str", "value": v[:200]}
-        if type(v) in (list, tuple) and depth < %(depth)d and len(v) <= min(__limit, budget[0]):
-            return {"kind": type(v).__name__, "items": [conv(x, depth + 1) for x in v]}
+        if (type(v) in (list, tuple) and depth < %(depth)d
+                and len(v) <= min(__limit, budget[0])):
+            items = [conv(x, depth + 1) for x in v]
+            return {"kind": type(v).__name__, "items": items}
         try:
             text = repr(v)[:80]
         except Exception:
@@ -78,18 +86,20 @@ del __minigpt_grade_probe
 
 
 def probe_source(names: list[str]) -> str:
-    return PROBE % {"limit": MAX_ELEMENTS, "dtypes": sorted(DTYPES), "depth": MAX_DEPTH,
-                    "marker": MARKER, "names": list(names)}
+    return PROBE % {"limit": MAX_ELEMENTS, "dtypes": sorted(DTYPES),
+                    "depth": MAX_DEPTH, "marker": MARKER, "names": list(names)}
 
 
 def answers_from_output(text: str) -> bytes:
-    """探针单元的输出里、最后一个标记之后的那一行；太大或没有标记时抛 AnswerFileError。"""
+    """探针单元的输出里、最后一个标记之后的那一行；
+    太大或没有标记时抛 AnswerFileError。"""
     at = text.rfind(MARKER)
     if at < 0:
         raise AnswerFileError("探针没有输出答案")
     line = text[at + len(MARKER):].split("\n", 1)[0].encode("utf-8")
     if len(line) > MAX_ANSWER_BYTES:
-        raise AnswerFileError(f"答案有 {len(line)} 字节，超过上限 {MAX_ANSWER_BYTES} 字节")
+        raise AnswerFileError(
+            f"答案有 {len(line)} 字节，超过上限 {MAX_ANSWER_BYTES} 字节")
     return line
 
 
@@ -141,22 +151,27 @@ def _decode(item, depth: int = 0):
         want = {"bool": bool, "int": int, "float": (int, float), "str": str}[kind]
         if not isinstance(value, want) or (kind != "bool" and type(value) is bool):
             raise AnswerFileError(f"答案的类型标为 {kind}，值却不是")
-        if kind == "int" and abs(value) >= 2**63 or kind == "str" and len(value) > 200:
+        too_big = kind == "int" and abs(value) >= 2**63
+        if too_big or kind == "str" and len(value) > 200:
             raise AnswerFileError("答案的值超出范围")
         return float(value) if kind == "float" else value
     if kind in ("list", "tuple"):
         items = item.get("items")
-        if not isinstance(items, list) or len(items) > MAX_ELEMENTS or depth >= MAX_DEPTH:
+        if (not isinstance(items, list) or len(items) > MAX_ELEMENTS
+                or depth >= MAX_DEPTH):
             raise AnswerFileError("列表答案的格式不对")
         values = [_decode(x, depth + 1) for x in items]
-        if any(isinstance(v, _Opaque) for v in values):  # 里面有别的类型：整个列表当作看不懂的值
+        # 里面有别的类型：整个列表当作看不懂的值
+        if any(isinstance(v, _Opaque) for v in values):
             return _opaque("list", "[…]")
         return values if kind == "list" else tuple(values)
     if kind == "tensor":
         dtype, shape, data = item.get("dtype"), item.get("shape"), item.get("data")
-        if dtype not in DTYPES or not isinstance(shape, list) or not isinstance(data, list):
+        if (dtype not in DTYPES or not isinstance(shape, list)
+                or not isinstance(data, list)):
             raise AnswerFileError("张量答案的格式不对")
-        if len(shape) > 8 or not all(type(s) is int and 0 <= s <= MAX_ELEMENTS for s in shape):
+        sizes_ok = all(type(s) is int and 0 <= s <= MAX_ELEMENTS for s in shape)
+        if len(shape) > 8 or not sizes_ok:
             raise AnswerFileError("张量答案的形状不对")
         if math.prod(shape) != len(data) or len(data) > MAX_ELEMENTS:
             raise AnswerFileError("张量答案的元素个数与形状不符")
@@ -164,7 +179,8 @@ def _decode(item, depth: int = 0):
         return torch.tensor(values, dtype=getattr(torch, dtype)).reshape(shape)
     if kind == "opaque":
         name, text = item.get("type"), item.get("repr")
-        if not isinstance(name, str) or not isinstance(text, str) or not name.isidentifier():
+        if (not isinstance(name, str) or not isinstance(text, str)
+                or not name.isidentifier()):
             raise AnswerFileError("答案的格式不对")
         return _opaque(name[:40], text[:80])
     raise AnswerFileError(f"答案的类型 {kind[:20]!r} 不认识")
@@ -192,8 +208,9 @@ def decode_answers(raw, names: list[str]) -> dict:
 
 
 def round_trip(values: dict) -> dict:
-    """values 经过探针（写成 JSON 再读回）之后的样子：批改程序判的就是它。numpy 数组变成张量，
-    太大的张量和别的对象变成同名的替身……和批改时一模一样。探针读不回来时抛 AnswerFileError。"""
+    """values 经过探针（写成 JSON 再读回）之后的样子：批改程序判的就是它。
+    numpy 数组变成张量，太大的张量和别的对象变成同名的替身……和批改时一模一样。
+    探针读不回来时抛 AnswerFileError。"""
     import contextlib
     import io
 
@@ -201,7 +218,9 @@ def round_trip(values: dict) -> dict:
     sink = io.StringIO()
     try:
         with contextlib.redirect_stdout(sink):
-            exec(probe_source(names), dict(values))  # noqa: S102  探针就是批改时在学生内核里运行的那段
-    except Exception as err:  # 探针自己出了错（学生的对象很古怪）：批改时这份提交也会出错
+            # 探针就是批改时在学生内核里运行的那段
+            exec(probe_source(names), dict(values))  # noqa: S102
+    except Exception as err:
+        # 探针自己出了错（学生的对象很古怪）：批改时这份提交也会出错
         raise AnswerFileError(type(err).__name__) from None
     return decode_answers(parse_json(answers_from_output(sink.getvalue())), names)

@@ -1,7 +1,9 @@
-"""第 7 节正文里关于训练结果的每条结论，和它在一个种子上成立的条件（见第 7 节「换几个种子」）。
+"""第 7 节正文里关于训练结果的每条结论，和它在一个种子上成立的条件
+（见第 7 节「换几个种子」）。
 
-页面把“在几个种子上成立”glue 进正文；tests/test_heads.py 把每个计数钉住：哪个种子上的结论变了，测试就失败。
-条件只读 `seeds.seed_facts` 量出的数，不训练、不算模型。
+页面把“在几个种子上成立”glue 进正文；tests/test_heads.py 把每个计数钉住：
+哪个种子上的结论变了，测试就失败。条件只读 `seeds.seed_facts` 量出的数，不训练、
+不算模型。
 """
 
 from __future__ import annotations
@@ -17,35 +19,49 @@ CHANCE = math.log(REPEAT_VOCAB)
 
 # 第 7 节 训练出来的头「换几个种子」
 CLAIMS: dict[str, Callable[[dict[str, float]], bool]] = {
-    "prev_head": lambda f: f["prev"] > ROLE,                       # 第 1 层有前一个 token 头
+    # 第 1 层有前一个 token 头
+    "prev_head": lambda f: f["prev"] > ROLE,
     "other_no_role": lambda f: f["prev_other"] < ROLE and f["ind1_other"] < ROLE,
-    "other_first_pass": lambda f: f["first_pass_other"] > 0.4,     # 另一个头把大块权重给第一遍
-    "other_cheap": lambda f: f["cut_other"] < 0.1,                 # 换掉它，能抄处的损失升不到 0.1
+    # 另一个头把大块权重给第一遍
+    "other_first_pass": lambda f: f["first_pass_other"] > 0.4,
+    # 换掉它，能抄处的损失升不到 0.1
+    "other_cheap": lambda f: f["cut_other"] < 0.1,
     "l1_no_induction": lambda f: f["ind1_max"] < ROLE,
     "l2_induction": lambda f: f["ind2_min"] > ROLE and f["prev2_max"] < ROLE,
     "copy_low": lambda f: f["copy"] < 1.0,
-    "other_above_chance": lambda f: f["other"] > CHANCE,           # 其余位置：略高于瞎猜（误用归纳）
+    # 其余位置：略高于瞎猜（误用归纳）
+    "other_above_chance": lambda f: f["other"] > CHANCE,
     "cut_prev_chance": lambda f: abs(f["cut_prev"] - CHANCE) < NEAR_CHANCE,
     "cut_prev_above": lambda f: f["cut_prev"] > CHANCE + NEAR_CHANCE,
-    # 换掉前一个 token 头后损失仍比瞎猜低 0.3 以上，恰好是另一个头的前一个 token 分数也在 0.4 以上的种子
-    "cut_prev_partner": lambda f: (f["cut_prev"] < CHANCE - 0.3) == (f["prev_other"] > 0.4),
+    # 换掉前一个 token 头后损失仍比瞎猜低 0.3 以上，
+    # 恰好是另一个头的前一个 token 分数也在 0.4 以上的种子
+    "cut_prev_partner": lambda f: ((f["cut_prev"] < CHANCE - 0.3)
+                                   == (f["prev_other"] > 0.4)),
     "cut_prev_no_induction": lambda f: f["cut_prev_ind"] < ROLE,
     "l2_each_needed": lambda f: f["cut_l2_min"] > f["copy"] + 0.5,
     "l2_both_mean_chance": lambda f: abs(f["cut_l2_both"] - CHANCE) < NEAR_CHANCE,
     "l2_both_zero_above": lambda f: f["cut_l2_both_zero"] > CHANCE,
     "keys_carry_it": lambda f: f["swap_k"] < ROLE < f["swap_q"],
-    "context_bias": lambda f: f["redirect_before"] > 1 / REPEAT_VOCAB,   # 上下文里出现过的 token 被多押
-    "redirect_copies": lambda f: f["redirect_before"] < 0.15 and f["redirect_after"] > ROLE,
+    # 上下文里出现过的 token 被多押
+    "context_bias": lambda f: f["redirect_before"] > 1 / REPEAT_VOCAB,
+    "redirect_copies": lambda f: (f["redirect_before"] < 0.15
+                                  and f["redirect_after"] > ROLE),
     "same_window": lambda f: abs(f["step_prev"] - f["step_ind"]) <= SNAPSHOT_EVERY,
-    "at_steepest_drop": lambda f: (f["fast_from"] <= min(f["step_prev"], f["step_ind"])
-                                   and max(f["step_prev"], f["step_ind"]) <= f["fast_to"] + SNAPSHOT_EVERY),
-    "in_300_400": lambda f: 300 < min(f["step_prev"], f["step_ind"]) <= max(f["step_prev"], f["step_ind"]) <= 400,
-    # 相变之前（第 seeds.EARLY 步）：已比瞎猜好、没有头过门槛、第 2 层把一半以上的权重给第一遍 A
-    "first_stage": lambda f: (f["copy_early"] < CHANCE - NEAR_CHANCE and f["ind_early_max"] < ROLE
+    "at_steepest_drop": lambda f: (
+        f["fast_from"] <= min(f["step_prev"], f["step_ind"])
+        and max(f["step_prev"], f["step_ind"]) <= f["fast_to"] + SNAPSHOT_EVERY),
+    "in_300_400": lambda f: (
+        300 < min(f["step_prev"], f["step_ind"])
+        <= max(f["step_prev"], f["step_ind"]) <= 400),
+    # 相变之前（第 seeds.EARLY 步）：已比瞎猜好、没有头过门槛、
+    # 第 2 层把一半以上的权重给第一遍 A
+    "first_stage": lambda f: (f["copy_early"] < CHANCE - NEAR_CHANCE
+                              and f["ind_early_max"] < ROLE
                               and f["first_pass_early"] > 0.5),
     "first_in_pass_chance": lambda f: abs(f["pos_first"] - CHANCE) < NEAR_CHANCE,
     "rest_in_pass_low": lambda f: f["pos_rest_max"] < 1.0,
-    "prev_where_needed": lambda f: f["prev_rows_min"] > 0.8 and f["prev_late_max"] < ROLE,
+    "prev_where_needed": lambda f: (f["prev_rows_min"] > 0.8
+                                    and f["prev_late_max"] < ROLE),
     "grammar_learned": lambda f: f["grammar_d2_min"] >= 0.99,
     "grammar_det_head": lambda f: f["grammar_det_head"] > 0,
 }
@@ -53,4 +69,5 @@ CLAIMS: dict[str, Callable[[dict[str, float]], bool]] = {
 
 def claim_counts(facts: dict[int, dict[str, float]]) -> dict[str, int]:
     """每条结论在几个种子上成立（见第 7 节「换几个种子」）。"""
-    return {name: sum(bool(test(f)) for f in facts.values()) for name, test in CLAIMS.items()}
+    return {name: sum(bool(test(f)) for f in facts.values())
+            for name, test in CLAIMS.items()}

@@ -11,7 +11,20 @@
 """
 
 from .tinygpt import TinyGPT, init_model  # noqa: F401
-from .tasks import GRAMMAR_SENTENCES, GRAMMAR_WORDS, REPEAT_MAX, REPEAT_MIN, REPEAT_SEQ_LEN, REPEAT_VOCAB, VERB_OF, RepeatBatch, grammar_batch, repeat_batch, sentence_ids  # noqa: F401
-from .probes import copy_rows, determiner_head, earlier_occurrence_score, first_pass_weight, grammar_probs, head_scores, induction_score, induction_targets, offset_weight, previous_token_by_row, previous_token_score, repeat_losses, second_pass_losses, uniform_first_pass_score, uniform_weights  # noqa: F401
-from .interventions import head_output, mixed_induction, redirected_copy, without_head  # noqa: F401
-from .training import TrainedModel, block_means, first_step_above, phase_curves, train_grammar, train_repeat  # noqa: F401
+from .tasks import (  # noqa: F401
+    GRAMMAR_SENTENCES, GRAMMAR_WORDS, REPEAT_MAX, REPEAT_MIN, REPEAT_SEQ_LEN,
+    REPEAT_VOCAB, VERB_OF, RepeatBatch, grammar_batch, repeat_batch, sentence_ids,
+)
+from .probes import (  # noqa: F401
+    copy_rows, determiner_head, earlier_occurrence_score, first_pass_weight,
+    grammar_probs, head_scores, induction_score, induction_targets, offset_weight,
+    previous_token_by_row, previous_token_score, repeat_losses, second_pass_losses,
+    uniform_first_pass_score, uniform_weights,
+)
+from .interventions import (  # noqa: F401
+    head_output, mixed_induction, redirected_copy, without_head,
+)
+from .training import (  # noqa: F401
+    TrainedModel, block_means, first_step_above, phase_curves, train_grammar,
+    train_repeat,
+)

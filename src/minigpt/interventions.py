@@ -1,6 +1,7 @@
-"""改动一个训练好的模型，看什么坏了（见第 7 节 训练出来的头「第二层靠第一层」「抄，直接量」）：
-拿掉一个头（置零或换成平均）、把第 2 层的 Key 或 Query 换成另一个模型的、把注意力强行改道。
-原模型都不变。
+"""改动一个训练好的模型，看什么坏了
+（见第 7 节 训练出来的头「第二层靠第一层」「抄，直接量」）：
+拿掉一个头（置零或换成平均）、把第 2 层的 Key 或 Query 换成另一个模型的、
+把注意力强行改道。原模型都不变。
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ def _check_layer_head(model: TinyGPT, layer: int, head: int) -> None:
 # 第 7 节 训练出来的头「第二层靠第一层」
 def without_head(model: TinyGPT, layer: int, head: int,
                  mean_over: RepeatBatch | None = None) -> TinyGPT:
-    """复制一份模型，把第 layer 层（从 1 数）第 head 个头（从 1 数）剪掉。原模型不变。
+    """复制一份模型，把第 layer 层（从 1 数）第 head 个头（从 1 数）剪掉。
+    原模型不变。
 
-    mean_over=None（置零）：W_O 里读这个头输出的那几列清零，这个头什么都不写进残差流。
-    mean_over=一批数据（换成平均）：这个头在这批数据上的平均输出，经同样那几列写进 W_O 的偏置；
+    mean_over=None（置零）：W_O 里读这个头输出的那几列清零，
+    这个头什么都不写进残差流。mean_over=一批数据（换成平均）：
+    这个头在这批数据上的平均输出，经同样那几列写进 W_O 的偏置；
     它每个位置都写同一个向量，不再随输入变化，残差流的大小却和训练时一样。
     """
     _check_layer_head(model, layer, head)
@@ -39,8 +42,8 @@ def without_head(model: TinyGPT, layer: int, head: int,
     with torch.no_grad():
         W_O = pruned.blocks[layer - 1].attn.W_O
         if mean_over is not None:
-            W_O.bias += W_O.weight[:, cols] @ head_output(model, layer, mean_over.ids[:, :-1])[
-                :, head - 1].mean(dim=(0, 1))
+            W_O.bias += W_O.weight[:, cols] @ head_output(
+                model, layer, mean_over.ids[:, :-1])[:, head - 1].mean(dim=(0, 1))
         W_O.weight[:, cols] = 0
     return pruned
 
@@ -51,9 +54,9 @@ def head_output(model: TinyGPT, layer: int, ids: torch.Tensor) -> torch.Tensor:
     block = model.blocks[layer - 1]
     x = model.block_inputs(ids)[layer - 1]                    # [batch, seq, d_model]
     with torch.no_grad():
-        v = block.attn.split_heads(block.attn.W_V(x))         # [batch, heads, seq, d_k]
+        v = block.attn.split_heads(block.attn.W_V(x))  # [batch, heads, seq, d_k]
         weights = block.attention_weights(x, model.mask[:ids.shape[1], :ids.shape[1]])
-        return weights @ v                                    # [batch, heads, seq, d_k]
+        return weights @ v                             # [batch, heads, seq, d_k]
 
 
 def _check_two_layers(*models: TinyGPT) -> None:
@@ -90,10 +93,12 @@ def mixed_induction(model: TinyGPT, donor: TinyGPT, data: RepeatBatch,
 # 第 7 节 训练出来的头「抄，直接量」
 def redirected_copy(model: TinyGPT, data: RepeatBatch,
                     generator: torch.Generator) -> tuple[float, float]:
-    """把最后一层的注意力强行改到一个随机的早先位置 j 上，看模型会不会把 token[j] 说出来。
+    """把最后一层的注意力强行改到一个随机的早先位置 j 上，
+    看模型会不会把 token[j] 说出来。
 
-    每条序列只看最后一行 t（模型读的最后一个位置），j 在 1..t-1 里均匀抽取；改道用的是遮蔽：
-    第 t 行只许看 j，其余各行照常因果遮蔽。返回 token[j] 的平均概率 (改道前, 改道后)。
+    每条序列只看最后一行 t（模型读的最后一个位置），j 在 1..t-1 里均匀抽取；
+    改道用的是遮蔽：第 t 行只许看 j，其余各行照常因果遮蔽。返回 token[j] 的平均概率
+    (改道前, 改道后)。
     """
     ids = data.ids[:, :-1]                                     # [batch, seq]
     batch, seq = ids.shape

@@ -69,8 +69,8 @@ def unpack_weights(text: str, model: TinyGPT) -> dict[str, torch.Tensor]:
 # 第 7 节 训练出来的头「在浏览器里试一试」
 def live_payload(run: TrainedModel, steps: tuple[int, ...] = SNAPSHOT_STEPS) -> dict:
     """网页要的全部数据：模型的形状、参数的名字与形状，
-    以及每个快照（steps 里的每一步，再加训练结束时）的参数。
-    run 须在训练时留下 steps 里的每一步（train_seed 每 25 步留一个，train_repeat 用 keep=）。"""
+    以及每个快照（steps 里的每一步，再加训练结束时）的参数。run 须在训练时留下
+    steps 里的每一步（train_seed 每 25 步留一个，train_repeat 用 keep=）。"""
     missing = [s for s in steps if s not in run.snapshots]
     if missing:
         raise ValueError(

@@ -674,22 +674,25 @@ def training_curves(runs: Mapping[str, Sequence[float]], chance: float,
 
 def phase_change(curves: Mapping[int, Mapping[str, Sequence[float]]], bold: int,
                  chance: float, threshold: float) -> Figure:
-    """相变图（见第 7 节「相变」）：上图是第二遍能抄的位置和其余位置的损失，下图是两个角色的分数，
-    横轴是训练步数。每个种子一条细线，种子 bold 画粗线。
+    """相变图（见第 7 节「相变」）：上图是第二遍能抄的位置和其余位置的损失，
+    下图是两个角色的分数，横轴是训练步数。每个种子一条细线，种子 bold 画粗线。
 
     curves: {种子: `training.phase_curves` 的结果}。
     """
     fig, (top, bottom) = _new(2, 1, figsize=(6.5, 5.6), sharex=True)
-    series = ((top, "copy", ATTN_COLOR, "第二遍能抄的位置"), (top, "other", "#7a7a7a", "其余位置"),
+    series = ((top, "copy", ATTN_COLOR, "第二遍能抄的位置"),
+              (top, "other", "#7a7a7a", "其余位置"),
               (bottom, "previous", RNN_COLOR, "前一个 token 分数（第 1 层最高）"),
               (bottom, "induction", "#2a9d8f", "归纳分数（第 2 层最低）"))
     for ax, key, color, label in series:
         for seed, c in curves.items():
             main = seed == bold
             ax.plot(c["step"], c[key], color=color, lw=2.0 if main else 0.8,
-                    alpha=1.0 if main else 0.35, label=f"{label}（种子 {seed}）" if main else None)
+                    alpha=1.0 if main else 0.35,
+                    label=f"{label}（种子 {seed}）" if main else None)
     top.axhline(chance, color="gray", linestyle="--", lw=1, label="瞎猜：ln 16")
-    bottom.axhline(threshold, color="gray", linestyle=":", lw=1, label=f"门槛 {threshold}")
+    bottom.axhline(threshold, color="gray", linestyle=":", lw=1,
+                   label=f"门槛 {threshold}")
     top.set_ylabel("损失")
     bottom.set_ylabel("分数")
     bottom.set_xlabel("训练步数")

@@ -1,7 +1,8 @@
 """量一个训练好的头：它看哪里、模型猜得多好（见第 7 节 训练出来的头）。
 
-头的“角色”用读者能复核的数来定义（`previous_token_score`、`induction_score`），不靠看图起名；
-这里的函数只读权重和输出，不改模型。改动模型再看后果的实验在 `minigpt.interventions`。
+头的“角色”用读者能复核的数来定义（`previous_token_score`、`induction_score`），
+不靠看图起名；这里的函数只读权重和输出，不改模型。改动模型再看后果的实验在
+`minigpt.interventions`。
 """
 
 from __future__ import annotations
@@ -83,8 +84,8 @@ def second_pass_losses(model: TinyGPT, data: RepeatBatch) -> list[float]:
 
 
 def previous_token_by_row(weights: torch.Tensor) -> torch.Tensor:
-    """每个头、每一行 i（从 1 起）分给 i-1 的平均权重：[batch, heads, seq, seq] → [heads, seq-1]
-    （见第 7 节「第二遍里，一个位置一个位置地看」）。"""
+    """每个头、每一行 i（从 1 起）分给 i-1 的平均权重：[batch, heads, seq, seq] →
+    [heads, seq-1]（见第 7 节「第二遍里，一个位置一个位置地看」）。"""
     return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=0)
 
 
@@ -157,7 +158,8 @@ def first_pass_weight(weights: torch.Tensor, data: RepeatBatch) -> torch.Tensor:
 
 # 第 7 节 训练出来的头「门槛 0.5 旁边的基线」
 def uniform_weights(batch: int, seq: int) -> torch.Tensor:
-    """把权重平均摊给自己和左边所有位置的“头”：[batch, 1, seq, seq]，第 i 行每格 1/(i+1)。"""
+    """把权重平均摊给自己和左边所有位置的“头”：
+    [batch, 1, seq, seq]，第 i 行每格 1/(i+1)。"""
     w = causal_mask(seq).double()
     return (w / w.sum(-1, keepdim=True)).expand(batch, 1, seq, seq)
 
@@ -175,8 +177,11 @@ def determiner_head(model: TinyGPT, sentences: tuple[str, ...] = GRAMMAR_SENTENC
                     least: float = 0.9) -> int | None:
     """在每句话的 on 这一行（位置 3）都把至少 least 给第一个冠词的头（从 1 数）；
     没有、或不止一个时是 None。"""
-    weights = [model.attention_weights(sentence_ids(s)[:, :-1])[0][0] for s in sentences]  # 每句 [heads, 5, 5]
-    found = [h for h in range(weights[0].shape[0]) if all(w[h, 3, 0] >= least for w in weights)]
+    # 每句 [heads, 5, 5]
+    weights = [model.attention_weights(sentence_ids(s)[:, :-1])[0][0]
+               for s in sentences]
+    found = [h for h in range(weights[0].shape[0])
+             if all(w[h, 3, 0] >= least for w in weights)]
     return found[0] + 1 if len(found) == 1 else None
 
 

@@ -1,11 +1,14 @@
-"""同一个配置，多个种子：第 7 节的结论要在每个种子上都量一遍（见第 7 节「换几个种子」）。
+"""同一个配置，多个种子：第 7 节的结论要在每个种子上都量一遍
+（见第 7 节「换几个种子」）。
 
-训练是单线程、固定种子的：同样的代码、同样的种子，得到逐位相同的参数。所以一次训练的结果可以存起来
-再用：构建本书时，中文版训练过的，英文版直接读。存放的目录由环境变量 `MINIGPT_TRAINED` 给出
-（tools/build_book.py 设为 `_build/.trained`）；没有设时每次都重新训练，结果一样，只是慢一些。
+训练是单线程、固定种子的：同样的代码、同样的种子，得到逐位相同的参数。
+所以一次训练的结果可以存起来再用：构建本书时，中文版训练过的，英文版直接读。
+存放的目录由环境变量 `MINIGPT_TRAINED` 给出（tools/build_book.py 设为
+`_build/.trained`）；没有设时每次都重新训练，结果一样，只是慢一些。
 
 存的是 `.npz`：只有数组，读的时候 `allow_pickle=False`，不执行任何 pickle。
-文件名里带着训练与测量代码的摘要（`code_key`）：其中任何一行计算变了，旧文件就不再被读到。
+文件名里带着训练与测量代码的摘要（`code_key`）：其中任何一行计算变了，
+旧文件就不再被读到。
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ ROLE = 0.5                           # 正文的门槛：分数过了它才给�
 
 
 # 训练与测量经过的模块（tests/test_heads.py 核对：seeds 导入的 minigpt 模块都在这里）
-KEY_MODULES = ("attention.py", "data.py", "layers.py", "tinygpt.py", "tasks.py", "probes.py",
-               "interventions.py", "training.py", "seeds.py")
+KEY_MODULES = ("attention.py", "data.py", "layers.py", "tinygpt.py", "tasks.py",
+               "probes.py", "interventions.py", "training.py", "seeds.py")
 
 
 class _Blank(ast.NodeTransformer):
@@ -53,8 +56,9 @@ class _Blank(ast.NodeTransformer):
 
 
 def code_key(package: Path = Path(__file__).resolve().parent) -> str:
-    """训练与测量的代码（KEY_MODULES）的摘要：语法树里的字符串（文档、报错的话）换成空串再求
-    SHA-256，所以只翻译了注释和文字的英文版，与中文版得到同一个摘要；画图的代码变了也不影响它。"""
+    """训练与测量的代码（KEY_MODULES）的摘要：语法树里的字符串（文档、报错的话）
+    换成空串再求 SHA-256，所以只翻译了注释和文字的英文版，与中文版得到同一个摘要；
+    画图的代码变了也不影响它。"""
     digest = hashlib.sha256()
     for name in KEY_MODULES:
         tree = _Blank().visit(ast.parse((package / name).read_text(encoding="utf-8")))
@@ -99,19 +103,22 @@ def _load(path: Path, seed: int, make) -> T.TrainedModel:
         seconds = float(data["seconds"])
     final = models.pop(0)
     vocab = final.out.out_features
-    return T.TrainedModel(model=final, losses=losses, chance_loss=float(np.log(vocab)),
+    return T.TrainedModel(model=final, losses=losses,
+                          chance_loss=float(np.log(vocab)),
                           seed=seed, seconds=seconds, snapshots=models)
 
 
 # 第 7 节 训练出来的头「换几个种子」
 def train_seed(seed: int, n_layers: int = 2, repeat: bool = True) -> T.TrainedModel:
     """正文的配置（`train_repeat` 的默认值，800 步），每 25 步留一个副本；
-    repeat=False 是对照组：训练序列从不重复。设了 MINIGPT_TRAINED 时先找存下的结果。"""
+    repeat=False 是对照组：训练序列从不重复。设了
+    MINIGPT_TRAINED 时先找存下的结果。"""
     keep = tuple(range(SNAPSHOT_EVERY, STEPS + 1, SNAPSHOT_EVERY))
     path = _cache_file(f"L{n_layers}-{'rep' if repeat else 'norep'}-seed{seed}")
     if path is not None and path.is_file():
         return _load(path, seed, lambda: init_model(n_layers=n_layers, seed=seed))
-    run = T.train_repeat(n_layers=n_layers, seed=seed, steps=STEPS, keep=keep, repeat=repeat)
+    run = T.train_repeat(n_layers=n_layers, seed=seed, steps=STEPS, keep=keep,
+                         repeat=repeat)
     if path is not None:
         _save(run, path)
     return run
@@ -123,8 +130,10 @@ def test_batch() -> D.RepeatBatch:
 
 
 def curve_batch(test: D.RepeatBatch) -> D.RepeatBatch:
-    """相变曲线用的测试序列：test 的前 CURVE_ROWS 条（32 个副本各量一遍，用全部 512 条太慢）。"""
-    return D.RepeatBatch(test.ids[:CURVE_ROWS], test.starts[:CURVE_ROWS], test.lengths[:CURVE_ROWS])
+    """相变曲线用的测试序列：test 的前 CURVE_ROWS 条（32 个副本各量一遍，
+    用全部 512 条太慢）。"""
+    return D.RepeatBatch(test.ids[:CURVE_ROWS], test.starts[:CURVE_ROWS],
+                         test.lengths[:CURVE_ROWS])
 
 
 @dataclass(frozen=True, eq=False)
@@ -149,8 +158,10 @@ def study_seed(seed: int) -> SeedStudy:
     path = _cache_file(f"study-seed{seed}")
     if path is not None and path.is_file():
         with np.load(path, allow_pickle=False) as data:
-            curves = {k[len("curve/"):]: data[k].tolist() for k in data.files if k.startswith("curve/")}
-            facts = {k[len("fact/"):]: float(data[k]) for k in data.files if k.startswith("fact/")}
+            curves = {k[len("curve/"):]: data[k].tolist()
+                      for k in data.files if k.startswith("curve/")}
+            facts = {k[len("fact/"):]: float(data[k])
+                     for k in data.files if k.startswith("fact/")}
         return SeedStudy(seed, curves, facts)
     run = train_seed(seed)
     threads = torch.get_num_threads()
@@ -162,8 +173,11 @@ def study_seed(seed: int) -> SeedStudy:
     finally:
         torch.set_num_threads(threads)
     if path is not None:
-        _save_arrays(path, {**{f"curve/{k}": np.array(v, dtype=np.float64) for k, v in curves.items()},
-                            **{f"fact/{k}": np.array(v, dtype=np.float64) for k, v in facts.items()}})
+        _save_arrays(path, {
+            **{f"curve/{k}": np.array(v, dtype=np.float64)
+               for k, v in curves.items()},
+            **{f"fact/{k}": np.array(v, dtype=np.float64)
+               for k, v in facts.items()}})
     return SeedStudy(seed, curves, facts)
 
 
@@ -173,12 +187,14 @@ def study_seeds(seeds: tuple[int, ...] = SEEDS) -> dict[int, SeedStudy]:
 
 
 # 第 7 节 训练出来的头「换几个种子」
-def seed_facts(run: T.TrainedModel, test: D.RepeatBatch, curves: dict[str, list[float]],
+def seed_facts(run: T.TrainedModel, test: D.RepeatBatch,
+               curves: dict[str, list[float]],
                role: float = ROLE) -> dict[str, float]:
     """一个种子上，正文每条结论要用的数（见第 7 节「换几个种子」）。
 
-    “前一个 token 头”是第 1 层前一个 token 分数最高的那个头，“另一个头”是第 1 层的其余那个；
-    剪头一律换成平均（`without_head(..., mean_over=test)`），另记两个第 2 层头都置零时的损失。
+    “前一个 token 头”是第 1 层前一个 token 分数最高的那个头，“另一个头”
+    是第 1 层的其余那个；剪头一律换成平均（`without_head(..., mean_over=test)`），
+    另记两个第 2 层头都置零时的损失。
     """
     model = run.model
     scores = P.head_scores(model, test)
@@ -195,34 +211,46 @@ def seed_facts(run: T.TrainedModel, test: D.RepeatBatch, curves: dict[str, list[
     both_zero = I.without_head(I.without_head(model, 2, 1), 2, 2)
     steps = curves["step"]
     drops = [a - b for a, b in zip(curves["copy"], curves["copy"][1:])]
-    fast = drops.index(max(drops))            # 第 steps[fast] 步到 steps[fast+1] 步降得最多
+    # 第 steps[fast] 步到 steps[fast+1] 步降得最多
+    fast = drops.index(max(drops))
     # 改道：在不重复的序列上做，免得 j 碰巧就是该抄的位置
-    norep = D.repeat_batch(512, torch.Generator().manual_seed(TEST_SEED), repeat=False)
-    before, after = I.redirected_copy(model, norep, torch.Generator().manual_seed(REDIRECT_SEED))
+    norep = D.repeat_batch(512, torch.Generator().manual_seed(TEST_SEED),
+                           repeat=False)
+    before, after = I.redirected_copy(model, norep,
+                                      torch.Generator().manual_seed(REDIRECT_SEED))
     pos = P.second_pass_losses(model, test)
     # 前一个 token 头逐行的分数（第 i 行在下标 i - 1）
     by_row = P.previous_token_by_row(model.attention_weights(test.ids[:, :-1])[0])[p]
     # 归纳头要找的位置 t - L + 1 只在 first..late-1 之间：第 late 行起的位置从来不是
-    first, late = D.REPEAT_SEQ_LEN - 2 * D.REPEAT_MAX + 1, D.REPEAT_SEQ_LEN - D.REPEAT_MIN
+    first, late = (D.REPEAT_SEQ_LEN - 2 * D.REPEAT_MAX + 1,
+                   D.REPEAT_SEQ_LEN - D.REPEAT_MIN)
     step_prev = T.first_step_above(steps, curves["previous"], role)
     step_ind = T.first_step_above(steps, curves["induction"], role)
     grammar = T.train_grammar(seed=run.seed).model
-    # 相变之前的第一阶段（第 EARLY 步的副本）：所有头里最高的归纳分数、第 2 层分给第一遍 A 的权重
+    # 相变之前的第一阶段（第 EARLY 步的副本）：
+    # 所有头里最高的归纳分数、第 2 层分给第一遍 A 的权重
     early = run.snapshots[EARLY]
     early_ind = max(max(layer["induction"]) for layer in P.head_scores(early, test))
-    early_first = P.first_pass_weight(early.attention_weights(test.ids[:, :-1])[1], test).max().item()
+    early_first = P.first_pass_weight(early.attention_weights(test.ids[:, :-1])[1],
+                                      test).max().item()
     return {
         "prev": prev[p], "prev_other": prev[other], "prev_head": p + 1,
-        "ind1_other": scores[0]["induction"][other], "ind1_max": max(scores[0]["induction"]),
-        "ind2_min": min(scores[1]["induction"]), "ind2_max": max(scores[1]["induction"]),
+        "ind1_other": scores[0]["induction"][other],
+        "ind1_max": max(scores[0]["induction"]),
+        "ind2_min": min(scores[1]["induction"]),
+        "ind2_max": max(scores[1]["induction"]),
         "prev2_max": max(scores[1]["previous"]),
-        "first_pass_other": P.first_pass_weight(model.attention_weights(test.ids[:, :-1])[0], test)[other].item(),
+        "first_pass_other": P.first_pass_weight(
+            model.attention_weights(test.ids[:, :-1])[0], test)[other].item(),
         "copy": copy_loss, "other": other_loss,
         "cut_prev": copy_after(mean_prev),
         "cut_prev_ind": max(P.head_scores(mean_prev, test)[1]["induction"]),
-        "cut_other": copy_after(I.without_head(model, 1, other + 1, test)) - copy_loss,
-        "cut_l2_min": min(copy_after(I.without_head(model, 2, h, test)) for h in (1, 2)),
-        "cut_l2_both": copy_after(both_mean), "cut_l2_both_zero": copy_after(both_zero),
+        "cut_other": (copy_after(I.without_head(model, 1, other + 1, test))
+                      - copy_loss),
+        "cut_l2_min": min(copy_after(I.without_head(model, 2, h, test))
+                          for h in (1, 2)),
+        "cut_l2_both": copy_after(both_mean),
+        "cut_l2_both_zero": copy_after(both_zero),
         "swap_k": max(I.mixed_induction(model, mean_prev, test, True)),
         "swap_q": min(I.mixed_induction(model, mean_prev, test, False)),
         "redirect_before": before, "redirect_after": after,
@@ -232,11 +260,15 @@ def seed_facts(run: T.TrainedModel, test: D.RepeatBatch, curves: dict[str, list[
         "fast_from": steps[fast], "fast_to": steps[fast + 1],
         "copy_early": curves["copy"][steps.index(EARLY)], "ind_early_max": early_ind,
         "first_pass_early": early_first,
-        "copy_300": curves["copy"][steps.index(300)], "copy_400": curves["copy"][steps.index(400)],
+        "copy_300": curves["copy"][steps.index(300)],
+        "copy_400": curves["copy"][steps.index(400)],
         "prev_rows_min": by_row[first - 1:late - 1].min().item(),
         "prev_late_max": by_row[late - 1:].max().item(),
-        "grammar_det_head": P.determiner_head(grammar) or 0,      # 0：没有稳定看第一个冠词的头
-        "grammar_d2_min": min(a for a, _ in P.grammar_probs(grammar, list(D.GRAMMAR_SENTENCES))),
-        "pos_first": pos[0], "pos_rest_min": min(pos[1:]), "pos_rest_max": max(pos[1:]),
+        # 0：没有稳定看第一个冠词的头
+        "grammar_det_head": P.determiner_head(grammar) or 0,
+        "grammar_d2_min": min(a for a, _ in P.grammar_probs(
+            grammar, list(D.GRAMMAR_SENTENCES))),
+        "pos_first": pos[0], "pos_rest_min": min(pos[1:]),
+        "pos_rest_max": max(pos[1:]),
     }
 

@@ -1,8 +1,10 @@
-"""第 7 节的两个训练任务（见第 7 节 训练出来的头「任务：把见过的再说一遍」「玩具语法」）。
+"""第 7 节的两个训练任务（见第 7 节 训练出来的头「任务：把见过的再说一遍」
+「玩具语法」）。
 
-- **重复序列**：一段随机前缀，接一段随机序列 A（长度 4–10 随机），再把 A 原样重复一遍。
-  第二遍里的 token 能从第一遍抄出来，但得先找到“上一次出现在哪里”。
-- **玩具语法**：用第 1 节词表里的词造句 “D₁ N₁ V on D₂ N₂”，三条规则见 `grammar_batch`。
+- **重复序列**：一段随机前缀，接一段随机序列 A（长度 4–10 随机），再把
+  A 原样重复一遍。第二遍里的 token 能从第一遍抄出来，但得先找到“上一次出现在哪里”。
+- **玩具语法**：用第 1 节词表里的词造句 “D₁ N₁ V on D₂ N₂”，三条规则见
+  `grammar_batch`。
 """
 
 from __future__ import annotations
@@ -104,5 +106,6 @@ def sentence_ids(sentence: str) -> torch.Tensor:
     return torch.tensor([[VOCAB[w] for w in words]])
 
 
+# 第 7 节看的四句
 GRAMMAR_SENTENCES = ("the cat sat on the mat", "the dog ran on the cat",
-                     "a cat sat on a dog", "a dog ran on a mat")   # 第 7 节看的四句
+                     "a cat sat on a dog", "a dog ran on a mat")

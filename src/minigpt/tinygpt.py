@@ -1,7 +1,9 @@
 """第 7 节训练的小 GPT（见第 7 节 训练出来的头「一个小 GPT」）。
 
-模型全用本书自己的零件搭成：token 嵌入 + 位置嵌入 → 几个 `TransformerBlock`（带因果遮蔽）→ 输出层，
-按“猜下一个 token”训练（`minigpt.training`）。看它的头学到了什么，见 `minigpt.probes` 与 `minigpt.interventions`。
+模型全用本书自己的零件搭成：token 嵌入 + 位置嵌入 → 几个
+`TransformerBlock`（带因果遮蔽）→ 输出层，按“猜下一个 token”
+训练（`minigpt.training`）。看它的头学到了什么，见 `minigpt.probes` 与
+`minigpt.interventions`。
 """
 
 from __future__ import annotations
@@ -33,14 +35,15 @@ class TinyGPT(nn.Module):
         self.register_buffer("mask", causal_mask(seq_len), persistent=False)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
-        """ids: [batch, seq] → 第 1 层的输入 [batch, seq, d_model]：token 嵌入 + 位置嵌入。"""
+        """ids: [batch, seq] → 第 1 层的输入 [batch, seq, d_model]：token 嵌入
+        + 位置嵌入。"""
         _check_ids(ids, self.seq_len)
         return self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
 
     def forward(self, ids: torch.Tensor,
                 masks: dict[int, torch.Tensor] | None = None) -> torch.Tensor:
-        """ids: [batch, seq] → logits [batch, seq, vocab]。
-        masks：{第几层（从 1 数）: 遮蔽}，给了的层用它代替因果遮蔽（第 7 节的改道实验）。"""
+        """ids: [batch, seq] → logits [batch, seq, vocab]。masks：
+        {第几层（从 1 数）: 遮蔽}，给了的层用它代替因果遮蔽（第 7 节的改道实验）。"""
         x = self.embed(ids)                              # [batch, seq, d_model]
         causal = self.mask[:ids.shape[1], :ids.shape[1]]
         for layer, block in enumerate(self.blocks, start=1):
@@ -56,8 +59,9 @@ class TinyGPT(nn.Module):
         return xs
 
     def attention_weights(self, ids: torch.Tensor) -> list[torch.Tensor]:
-        """每一层每个头的注意力权重：列表的第 l 项是第 l+1 层的 [batch, heads, seq, seq]。
-        每层的权重由那一层自己的 `TransformerBlock.attention_weights` 给出，这里只把各层的输入递给它。"""
+        """每一层每个头的注意力权重：列表的第 l 项是第 l+1 层的
+        [batch, heads, seq, seq]。每层的权重由那一层自己的
+        `TransformerBlock.attention_weights` 给出，这里只把各层的输入递给它。"""
         causal = self.mask[:ids.shape[1], :ids.shape[1]]
         with torch.no_grad():
             return [block.attention_weights(x, causal)
@@ -72,11 +76,13 @@ def _check_ids(ids: torch.Tensor, seq_len: int) -> None:
 
 
 def init_model(n_layers: int = 2, num_heads: int = 2, seed: int = 0,
-               vocab_size: int = REPEAT_VOCAB, seq_len: int = REPEAT_SEQ_LEN) -> TinyGPT:
+               vocab_size: int = REPEAT_VOCAB,
+               seq_len: int = REPEAT_SEQ_LEN) -> TinyGPT:
     """按种子初始化一个读 seq_len - 1 个 token 的 TinyGPT，还一步没训练
     （`train_repeat` 从它开始；第 7 节也拿它当对照组）。
     用自己的随机数状态：调用前后，全局的随机数不变。"""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = TinyGPT(vocab_size, seq_len - 1, num_heads=num_heads, n_layers=n_layers)
+        model = TinyGPT(vocab_size, seq_len - 1, num_heads=num_heads,
+                        n_layers=n_layers)
     return model.eval()

@@ -1,4 +1,5 @@
-"""训练第 7 节的小 GPT，并记下训练途中的变化（见第 7 节 训练出来的头「训练」「相变」）。
+"""训练第 7 节的小 GPT，并记下训练途中的变化（见第 7 节 训练出来的头「训练」
+「相变」）。
 
 种子固定、单线程训练：同一平台上每次得到逐位相同的参数。
 """
@@ -118,6 +119,8 @@ def phase_curves(run: TrainedModel, data: RepeatBatch) -> dict[str, list[float]]
     return curves
 
 
-def first_step_above(steps: list[int], values: list[float], threshold: float) -> int | None:
-    """values 第一次超过 threshold 时的步数；一直没超过就是 None（见第 7 节「相变」）。"""
+def first_step_above(steps: list[int], values: list[float],
+                     threshold: float) -> int | None:
+    """values 第一次超过 threshold 时的步数；一直没超过就是
+    None（见第 7 节「相变」）。"""
     return next((s for s, v in zip(steps, values) if v > threshold), None)

@@ -11,15 +11,15 @@ from .values import passed
 
 def layer_norm_by_steps(h: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float, *,
                         dims=(-1,), unbiased: bool = False, eps_where: str = "inside",
-                        affine: str = "both", divide: bool = True, centre: str = "both",
+                        affine: str = "both", divide: bool = True, center: str = "both",
                         root: bool = True) -> torch.Tensor:
     """LayerNorm = γ ⊙ (h − 均值) / √(方差 + ε) + β，均值、方差沿 dims；参数可以换成典型的错误做法。
 
-    centre："both"（减均值，方差也是减了均值的）、"rms"（都不减：RMSNorm）、"none"（分子不减均值）；
+    center："both"（减均值，方差也是减了均值的）、"rms"（都不减：RMSNorm）、"none"（分子不减均值）；
     root=False：除以方差 + ε 而不是它的平方根。"""
     h, gamma, beta = h.double(), gamma.double(), beta.double()
-    centred = h - h.mean(dim=dims, keepdim=True) if centre == "both" else h
-    if centre == "rms":
+    centered = h - h.mean(dim=dims, keepdim=True) if center == "both" else h
+    if center == "rms":
         var = (h ** 2).mean(dim=dims, keepdim=True)
     else:
         var = h.var(dim=dims, keepdim=True, unbiased=unbiased)
@@ -31,7 +31,7 @@ def layer_norm_by_steps(h: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor
         spread = var
     if root and eps_where != "outside":
         spread = torch.sqrt(spread)
-    normed = centred / spread if divide else centred
+    normed = centered / spread if divide else centered
     if affine == "both":
         return gamma * normed + beta
     if affine == "no_gamma":
@@ -75,10 +75,10 @@ DIAGNOSES = (
               "像是先加 β、再乘 γ（gamma * (… + beta)）：应当先乘 gamma，再加 beta"),
     Diagnosis("no_sqrt", _ln(root=False),
               "像是除以了方差 + ε 本身，没有开平方：分母是 √(方差 + ε)（标准差），用 torch.sqrt"),
-    Diagnosis("rms_norm", _ln(centre="rms"),
+    Diagnosis("rms_norm", _ln(center="rms"),
               "像是没有减均值：这是 RMSNorm 的算法（除以均方根）。LayerNorm 先减去每个 token 的均值，"
               "方差也是减了均值之后算的"),
-    Diagnosis("not_centred", _ln(centre="none"),
+    Diagnosis("not_centered", _ln(center="none"),
               "分子像是没有减均值：(h - 均值) / √(方差 + ε)，减均值的是 h 本身"),
     Diagnosis("wrong_axis_batch", _ln(dims=(0,)),
               "均值和方差像是沿 batch 维（dim=0）算的：这里 batch 只有 1，每个数减去自己就成了 0，"
