@@ -58,9 +58,11 @@ def find_katex(confdir: Path, node_path: str | None = None) -> Path | None:
     return None
 
 
-def use_npm_katex(app: Sphinx, config) -> None:
-    """把 npm 锁里的 KaTeX 交给 sphinxcontrib-katex 的排版进程（见模块说明第 1 条）。"""
-    if config.html_math_renderer != "katex":
+def use_npm_katex(app: Sphinx) -> None:
+    """HTML 构建：把 npm 锁里的 KaTeX 交给 sphinxcontrib-katex 的排版进程（见模块说明第 1 条）。
+    在它自己的 builder-inited（优先级 500）读这个路径之前做；别的构建器（PDF、gettext）不需要 KaTeX。"""
+    config = app.config
+    if app.builder.format != "html" or config.html_math_renderer != "katex":
         return
     katex = find_katex(Path(app.confdir), os.environ.get("NODE_PATH"))
     if katex is None:
@@ -150,7 +152,7 @@ def math_assets_only_with_math(app: Sphinx, pagename: str, templatename: str, co
 
 
 def setup(app: Sphinx) -> dict:
-    app.connect("config-inited", use_npm_katex)
+    app.connect("builder-inited", use_npm_katex, priority=390)
     app.connect("builder-inited", copy_katex_assets, priority=400)
     app.connect("doctree-resolved", wrap_display_math)
     app.connect("build-finished", stop_katex_server)
