@@ -438,3 +438,14 @@ def tables(page: Page) -> list[tuple[list[str], list[list[str]]]]:
         rows = [[_squash(td.get_text()) for td in tr.find_all("td")] for tr in body.find_all("tr")] if body else []
         found.append((head, rows))
     return found
+
+
+def visible_text(path: Path) -> str:
+    """<article> 里读者看得见的文字：公式取 KaTeX 排出的字形，不取给屏幕阅读器的 MathML 与 TeX 源码
+    （搜索结果的摘要就是这样取的，见 book/_ext/search_snippets.js）。"""
+    parts = []
+    for article in articles(soup(path)):
+        for mathml in article.select(".katex-mathml"):
+            mathml.decompose()
+        parts.append(article.get_text())
+    return "\n".join(parts)

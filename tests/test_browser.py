@@ -25,7 +25,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from conftest import (CHROMIUM, CHROMIUM_ARGS, REPO, VIEWPORT, Screenshots, Tab, screenshots_wanted, settle,
                       toc_docnames)
-from pagekit import allowed_latin_words, english_words, load_path
+from pagekit import allowed_latin_words, english_words, load_path, visible_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
@@ -370,7 +370,7 @@ def assert_snippet_is_page_text(path: Path, snippet: str):
     """搜索结果的摘要是那一页正文（<article>）里连续的一段，而不是以页首按钮、打印目录开头（“.pdf 因果遮蔽 目录 …”）。"""
     body = squash(snippet.strip().removeprefix("...").removesuffix("..."))
     assert body, f"{path.name} 的搜索摘要是空的"
-    assert body in squash(load_path(path).text), f"{path.name} 的搜索摘要不是正文里的一段：{snippet[:120]!r}"
+    assert body in squash(visible_text(path)), f"{path.name} 的搜索摘要不是正文里的一段：{snippet[:120]!r}"
 
 
 def test_snippet_check_rejects_header_chrome(built_book):

@@ -12,7 +12,8 @@ PDF 不经过这里：LaTeX 构建照旧把公式原样交给 XeLaTeX。配置�
 2. **样式和字体在本站。** sphinxcontrib-katex 默认从 CDN 加载 KaTeX 的 CSS。这里在 HTML 构建开始时把同一份
    KaTeX 的 ``katex.min.css`` 和它的 woff2 字体复制到输出目录的 ``_static/katex/``（CSS 里只留 woff2：
    所有在用的浏览器都认它，其余两种格式不必发布）。复制要在页面渲染之前做，Sphinx 才给链接加上
-   ``?v=`` 校验和；不放进源目录的 ``_static``：Jupyter Book 会把那里的每个 .css 挂到每一页上。
+   ``?v=`` 校验和；不放进源目录的 ``_static``：Jupyter Book 会把那里的每个 .css 挂到每一页上。字体还没到时
+   公式先用后备字体画出（``font-display: swap``），不空着等字体。
 3. **只有有公式的页面加载 KaTeX 的样式。** sphinxcontrib-katex 把样式挂到每一页；这里在
    ``html-page-context`` 里把它从没有公式的页面上拿掉（按页增减资源，配置做不到）。
 4. **多行公式照 Sphinx 的规矩包好。** Sphinx 自己给 MathJax 写出多行的 ``{math}`` 块时，含 ``\\\\`` 的一段包进
@@ -21,7 +22,9 @@ PDF 不经过这里：LaTeX 构建照旧把公式原样交给 XeLaTeX。配置�
    PDF 不受影响）。
 5. **写错的公式让构建失败。** sphinxcontrib-katex 让 KaTeX 在出错时不抛异常（``throwOnError: false``，代码里的
    常量），把原文标红印在页面上。这里发现页面里有 KaTeX 的错误标记时发警告（构建带 ``-W``，于是失败）。
-6. **排版进程随构建结束。** sphinxcontrib-katex 的 Node 进程只在解释器正常退出时才停；这里在构建结束时停掉它，
+6. **MathML 合规。** KaTeX 0.16 给 ``split``/``aligned`` 写出的 ``<mtable columnspacing="">`` 是空值，HTML 检查器
+   报错；这里在页面正文里去掉这个空属性（浏览器与屏幕阅读器本来就按默认值处理它）。
+7. **排版进程随构建结束。** sphinxcontrib-katex 的 Node 进程只在解释器正常退出时才停；这里在构建结束时停掉它，
    免得它留下来占着构建输出的管道（读输出的测试会一直等下去）。
 """
 
@@ -41,6 +44,7 @@ logger = logging.getLogger(__name__)
 KATEX_STATIC = "katex"                       # 输出目录 _static/ 下的子目录
 RENDERED = 'class="katex"'                   # KaTeX 排好的每个公式都带它
 ERROR = 'class="katex-error"'                # throwOnError: false 时 KaTeX 写出的错误标记
+EMPTY_SPACING = ' columnspacing=""'          # KaTeX 写出的不合规的空属性（见模块说明第 6 条）
 FONT_SOURCES = re.compile(r"src:url\((fonts/[^)]+\.woff2)\) format\(\"woff2\"\)(?:,url\([^)]*\) format\(\"[a-z]+\"\))*")
 
 
@@ -54,9 +58,11 @@ def find_katex(confdir: Path, node_path: str | None = None) -> Path | None:
     return None
 
 
-def use_npm_katex(app: Sphinx, config) -> None:
-    """把 npm 锁里的 KaTeX 交给 sphinxcontrib-katex 的排版进程（见模块说明第 1 条）。"""
-    if config.html_math_renderer != "katex":
+def use_npm_katex(app: Sphinx) -> None:
+    """HTML 构建：把 npm 锁里的 KaTeX 交给 sphinxcontrib-katex 的排版进程（见模块说明第 1 条）。
+    在它自己的 builder-inited（优先级 500）读这个路径之前做；别的构建器（PDF、gettext）不需要 KaTeX。"""
+    config = app.config
+    if app.builder.format != "html" or config.html_math_renderer != "katex":
         return
     katex = find_katex(Path(app.confdir), os.environ.get("NODE_PATH"))
     if katex is None:
@@ -68,8 +74,10 @@ def use_npm_katex(app: Sphinx, config) -> None:
 
 
 def woff2_only(css: str) -> str:
-    """KaTeX 的 CSS 里每个 @font-face 只留 woff2 一种格式（见模块说明第 2 条）。"""
-    return FONT_SOURCES.sub(r'src:url(\1) format("woff2")', css)
+    """KaTeX 的 CSS 里每个 @font-face 只留 woff2 一种格式，并且字体到之前先用后备字体画出公式
+    （font-display: swap，不让公式空着等字体）（见模块说明第 2 条）。"""
+    css = FONT_SOURCES.sub(r'src:url(\1) format("woff2")', css)
+    return css.replace("@font-face{", "@font-face{font-display:swap;")
 
 
 def stop_katex_server(app: Sphinx, exception) -> None:
@@ -124,10 +132,12 @@ def wrap_display_math(app: Sphinx, doctree, docname: str) -> None:
 
 
 def math_assets_only_with_math(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    """没有公式的页面不加载 KaTeX 的样式；页面里有 KaTeX 的错误标记就警告（见模块说明第 3、5 条）。"""
+    """没有公式的页面不加载 KaTeX 的样式；去掉空的 columnspacing；页面里有 KaTeX 的错误标记就警告（见模块说明第 3、5、6 条）。"""
     if app.config.html_math_renderer != "katex":
         return
     body = context.get("body", "")
+    if EMPTY_SPACING in body:
+        body = context["body"] = body.replace(EMPTY_SPACING, "")
     if ERROR in body:
         found = re.search(ERROR + r'[^>]*title="([^"]*)"', body)
         detail = found.group(1) if found else "（见页面里标红的公式）"
@@ -142,7 +152,7 @@ def math_assets_only_with_math(app: Sphinx, pagename: str, templatename: str, co
 
 
 def setup(app: Sphinx) -> dict:
-    app.connect("config-inited", use_npm_katex)
+    app.connect("builder-inited", use_npm_katex, priority=390)
     app.connect("builder-inited", copy_katex_assets, priority=400)
     app.connect("doctree-resolved", wrap_display_math)
     app.connect("build-finished", stop_katex_server)
