@@ -160,6 +160,10 @@ def _container(ag: Path) -> list[str]:
             if blocked in parent.parents:   # bwrap 新建的中间目录也要让别的用户走得进去
                 cmd += ["--perms", "0755", "--dir", str(parent)]
         cmd += ["--ro-bind", str(needed), str(needed)]
+    for needed in (Path(sys.base_prefix), REPO):
+        # 仓库（和它的 .venv）可能就在 /tmp 下（例如 CI 的干净克隆）：容器私有的 /tmp 会把它盖住，挂回来
+        if any(needed == t or t in needed.parents for t in (Path("/tmp"), Path("/var/tmp"))):
+            cmd += ["--ro-bind", str(needed), str(needed)]
     cmd += ["--ro-bind", "/dev/null", str(Path(bwrap).resolve()),   # bwrap 还在，却不能执行
             "--bind", str(ag), "/autograder", "--unshare-pid", "--unshare-ipc", "--die-with-parent",
             "--chdir", "/autograder", "bash", "/autograder/source/run_autograder"]
