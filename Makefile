@@ -32,10 +32,15 @@ setup: $(STAMP) $(NPM_HTML)
 
 # 构建网站到 _build/html（警告即失败；包或依赖一变就重跑所有页面）：中文版在根目录，英文版在 en/
 # （英文版由 tools/i18n.py 从中文源文件和 locale/en 的译文生成，见 README 的“英文版”）。
+# 然后是两种语言的学生版网站（不带参考答案；页面的执行结果取自刚建好的书，不再运行），打成 zip 放在网站根目录，
+# 教师指南链接它。
 # 网站上的“下载 PDF”也是网站的一部分：装了 TeX 就顺带构建两种语言的 PDF（没有改动时只需几秒），否则提示一句
 html: setup
 	$(PY) tools/build_book.py --builder html
 	$(PY) tools/build_book.py --builder html --lang en
+	$(PY) tools/build_book.py --builder html --student --out _build/student
+	$(PY) tools/build_book.py --builder html --lang en --student
+	$(PY) tools/dist.py --publish-student-site
 	@if tools/system_deps.sh check pdf 2>/dev/null; then \
 	  $(PY) tools/build_book.py --builder pdflatex && \
 	  $(PY) tools/build_book.py --builder pdflatex --lang en; \

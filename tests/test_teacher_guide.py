@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import re
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,9 @@ from conftest import REPO
 from pagekit import soup
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
+sys.path.insert(0, str(REPO / "tools"))
 import book_solutions  # noqa: E402
+import dist  # noqa: E402
 
 GUIDE = REPO / "book" / "teacher_guide.md"
 SECTIONS = ("s1_intuition", "s2_scaled_dot_product", "s3_causal_mask", "s4_multi_head", "s5_ffn", "s6_block",
@@ -183,3 +186,33 @@ def test_the_model_answer_for_another_seed_in_section_7_holds():
         drops = [a - b for a, b in zip(means, means[1:])]
         biggest = drops.index(max(drops)) + 1   # 降得最多的是第 biggest 个百步
         assert abs(biggest - formed) <= 1, (seed, means)
+
+
+@pytest.mark.book
+def test_the_guide_links_the_student_site_zip_at_the_site_root_in_both_editions(built_book, student_site):
+    """两种语言的教师指南都链接网站根目录上同一个学生版网站 zip（make html 放在那里）；学生版网站自己没有它，
+    那里只印链接文字。"""
+    name = dist.student_site_on_site()
+    pages = {"../": built_book.html / "book" / "teacher_guide.html",
+             "../../": built_book.html / "en" / "book" / "teacher_guide.html"}
+    for up, page in pages.items():
+        assert [a["href"] for a in soup(page).select("a.book-student-site-link")] == [up + name], page
+    student = student_site.html
+    for page in (student / "book" / "teacher_guide.html", student / "en" / "book" / "teacher_guide.html"):
+        assert soup(page).select("a.book-student-site-link") == [], page
+        assert name not in page.read_text(encoding="utf-8")
+
+
+@pytest.mark.book
+def test_the_published_student_site_zip_holds_both_editions_and_is_rewritten_only_when_it_changes(
+        student_site, tmp_path):
+    target = dist.publish_student_site(student_site.html, tmp_path)
+    assert target == tmp_path / dist.student_site_on_site()
+    with zipfile.ZipFile(target) as zf:
+        names = set(zf.namelist())
+    top = next(iter(names)).split("/")[0]
+    for page in ("index.html", "book/teacher_guide.html", "en/index.html", "en/book/teacher_guide.html"):
+        assert f"{top}/{page}" in names
+    stamp = target.stat().st_mtime_ns
+    assert dist.publish_student_site(student_site.html, tmp_path) == target
+    assert target.stat().st_mtime_ns == stamp  # 内容没变：make html 再运行一次不改动网站

@@ -4,6 +4,7 @@
     python tools/dist.py                 # 干净构建（_build/dist-build/ 从零开始：网站 + PDF），再收集到 dist/
     python tools/dist.py --from-build D  # 不构建，从已有的成功构建 D/_build 收集（测试用）
     python tools/dist.py --out DIR       # 收集到 DIR 而不是 dist/
+    python tools/dist.py --publish-student-site  # 只把 _build/student 的学生版网站打包放进 _build/html（make html）
 
 dist/ 里（<v> 是 minigpt.__version__，唯一的版本号出处）：
 - attention-transformer-block-site-<v>.zip   网站，离线阅读：解压后打开 index.html；
@@ -79,6 +80,34 @@ def zip_site(html: Path, target: Path, folder: str) -> None:
             zf.writestr(info, path.read_bytes())
 
 
+def student_site_on_site(root: Path = REPO) -> str:
+    """网站根目录上学生版网站 zip 的文件名：_config.yml 的 sphinx.config.book_student_site_on_site（唯一的出处）。"""
+    import yaml
+
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    return config["sphinx"]["config"]["book_student_site_on_site"]
+
+
+def check_student_site(student: Path) -> None:
+    """student 是学生版构建的 _build：两种语言的学生版网站都要构建成功过。"""
+    if not (student / ".last-html-ok").exists():
+        raise SystemExit(f"[dist] {student} 里没有一次成功的学生版网站构建（.last-html-ok）")
+    if not (student / "html" / "en" / "index.html").exists():
+        raise SystemExit(f"[dist] {student / 'html'} 里没有英文的学生版网站（en/，build_book.py --lang en --student）")
+
+
+def publish_student_site(student_html: Path, site_html: Path) -> Path:
+    """两种语言的学生版网站打成 zip，放到网站根目录（教师指南的 {book-student-site} 链接它）。
+    zip 逐字节可重现：内容没变时不重写文件（make html 再运行一次不改动网站）。"""
+    target = site_html / student_site_on_site()
+    with tempfile.TemporaryDirectory(prefix="student-site-") as tmp:
+        fresh = Path(tmp) / target.name
+        zip_site(student_html, fresh, f"{BOOK}-student-{version()}")
+        if not (target.is_file() and target.read_bytes() == fresh.read_bytes()):
+            shutil.copyfile(fresh, target)
+    return target
+
+
 def build_sdist(out_dir: Path) -> Path:
     """用当前环境的 setuptools 打 sdist（PEP 517 的 build_sdist，不联网），在临时副本里做，不弄脏源码树。"""
     with tempfile.TemporaryDirectory(prefix="minigpt-sdist-") as tmp:
@@ -115,10 +144,7 @@ def collect(build_root: Path, out: Path, student_root: Path | None = None) -> di
         for marker in (".last-html-ok", ".last-pdflatex-ok"):
             if not (folder / marker).exists():
                 raise SystemExit(f"[dist] {folder} 里没有一次成功的{'网站' if 'html' in marker else ' PDF '}构建（{marker}）")
-    if not (student / ".last-html-ok").exists():
-        raise SystemExit(f"[dist] {student} 里没有一次成功的学生版网站构建（.last-html-ok）")
-    if not (student / "html" / "en" / "index.html").exists():
-        raise SystemExit(f"[dist] {student / 'html'} 里没有英文的学生版网站（en/，build_book.py --lang en --student）")
+    check_student_site(student)
     v = version()
     names = artifact_names(v)
     if out.exists():
@@ -139,10 +165,11 @@ def collect(build_root: Path, out: Path, student_root: Path | None = None) -> di
             raise SystemExit(f"[dist] 构建里没有 {source}")
         made[kind] = out / names[kind]
         shutil.copy2(source, made[kind])
-    made["site"] = out / names["site"]
-    zip_site(html, made["site"], f"{BOOK}-{v}")
     made["student_site"] = out / names["student_site"]
     zip_site(student / "html", made["student_site"], f"{BOOK}-student-{v}")
+    publish_student_site(student / "html", html)  # 网站上也有一份：教师指南链接它，网站压缩包里因而也有
+    made["site"] = out / names["site"]
+    zip_site(html, made["site"], f"{BOOK}-{v}")
     sdist = build_sdist(out)
     if sdist.name != names["sdist"]:
         raise SystemExit(f"[dist] sdist 的文件名是 {sdist.name}，应当是 {names['sdist']}")
@@ -182,7 +209,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-build", type=Path, default=None,
                         help="不构建，从这个目录下已有的 _build 收集（build_book.py 的 --out 目录）")
     parser.add_argument("--out", type=Path, default=REPO / "dist", help="输出目录（默认 dist/，先清空）")
+    parser.add_argument("--publish-student-site", action="store_true",
+                        help="只把 _build/student 里两种语言的学生版网站打成 zip，放到 _build/html 根目录（make html 用）")
     args = parser.parse_args(argv)
+    if args.publish_student_site:
+        student = REPO / "_build" / "student" / "_build"
+        check_student_site(student)
+        target = publish_student_site(student / "html", REPO / "_build" / "html")
+        print(f"[dist] 学生版网站：{target.relative_to(REPO)}（{target.stat().st_size / 1e6:.2f} MB）")
+        return 0
     started = time.monotonic()
     build_root = args.from_build.resolve() if args.from_build else REPO / "_build" / "dist-build"
     if args.from_build is None:

@@ -222,7 +222,7 @@ def _target(body: str) -> str:
 
 
 # 内容是给读者看的文字的角色（本书的扩展定义的）：译文翻译其中的文字，只核对占位符
-TEXT_ROLES = {"book-pdf", "book-version"}
+TEXT_ROLES = {"book-pdf", "book-student-site", "book-version"}
 
 
 def roles(text: str, terms: dict[str, str] | None = None) -> Counter:

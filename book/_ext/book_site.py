@@ -200,6 +200,24 @@ def book_pdf_role(name, rawtext, text, lineno, inliner, options=None, content=No
     return [nodes.raw(rawtext, link, format="html"), nodes.raw(rawtext, tex_escape(text), format="latex")], []
 
 
+def book_student_site_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{book-student-site}`链接文字```：网站根目录上学生版网站的 zip（两种语言的学生版都在里面；make html 在
+    两个版本都建好之后把它放在那里，文件名取自配置 ``book_student_site_on_site``）。
+
+    英文版的页面在 ``en/`` 下，指向的仍是根目录的同一个文件。学生版网站自己（``hide_solutions``）里没有这个
+    文件，LaTeX 里也点不到：这两处只印链接文字。
+    """
+    env = inliner.document.settings.env
+    latex = nodes.raw(rawtext, tex_escape(text), format="latex")
+    if getattr(env.config, "hide_solutions", False):
+        return [nodes.Text(text)], []
+    prefix = next((e.get("prefix", "") for e in env.config.book_editions
+                   if e["lang"] == env.config.book_edition), "")
+    href = "../" * (env.docname.count("/") + prefix.count("/")) + env.config.book_student_site_on_site
+    link = f'<a class="book-student-site-link" href="{html.escape(href)}" download>{html.escape(text)}</a>'
+    return [nodes.raw(rawtext, link, format="html"), latex], []
+
+
 # ---- 6. 搜索结果的摘要 ----------------------------------------------------------------------
 
 SEARCH_SNIPPETS_JS = HERE / "search_snippets.js"
@@ -363,6 +381,8 @@ def setup(app: Sphinx) -> dict:
     app.add_post_transform(PlainSolutionTitles)
     app.add_config_value("book_pdf_on_site", "book.pdf", "env", types=[str])
     app.add_role("book-pdf", book_pdf_role)
+    app.add_config_value("book_student_site_on_site", "student-site.zip", "env", types=[str])
+    app.add_role("book-student-site", book_student_site_role)
     # pydata-sphinx-theme 在 builder-inited 时把它的 Bootstrap 混入类套在这里登记的写出器上
     app.set_translator("html", CitationListTranslator)
     app.connect("config-inited", absolute_search_dict)
