@@ -50,7 +50,7 @@ def _train(model: TinyGPT, sample: Callable[[torch.Generator], torch.Tensor],
     t0 = time.perf_counter()
     try:
         gen = torch.Generator().manual_seed(seed + 1)   # 数据的随机数与初始化分开
-        # foreach：各参数的更新一次算完，少了逐个参数的 Python 循环；结果与逐个更新逐位相同
+        # foreach：一次更新全部参数，省掉逐个参数的循环，结果与逐个更新逐位相同
         opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
         vocab = model.out.out_features
         losses, snapshots = [], {}
