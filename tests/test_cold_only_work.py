@@ -171,3 +171,17 @@ def test_the_kernel_zygote_preloads_torch_and_matplotlib_only_for_pages_that_use
     assert zygote.preload_for([p.read_text(encoding="utf-8") for p in pages]) == ["torch", "matplotlib"]  # 本书用到
     # 母体不 import pyplot 和 inline 后端：它们 import 时向当时的 IPython 注册画图钩子，必须在内核里 import
     assert not any(name in ("matplotlib.pyplot", "matplotlib_inline.backend_inline") for name in zygote.MATPLOTLIB)
+
+
+def test_every_kernel_of_the_build_runs_torch_on_one_thread(tmp_path):
+    """构建的环境（build_env）让每个内核只用一个线程：预执行时几个内核同时跑，各占一个 CPU；
+    不论哪条路径执行、机器有几个 CPU，页面算出的数都一样。"""
+    import subprocess
+
+    sys.path.insert(0, str(REPO / "tools"))
+    from build_book import build_env
+
+    env = build_env(tmp_path)
+    out = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["1"]

@@ -220,7 +220,9 @@ def main(argv: list[str] | None = None) -> None:
 
     # 冷构建排先后用的每页秒数（tools/page_seconds.json，只影响快慢）：换成这次量到的
     if breakdown["pages"]:
-        hints = {f"book/{p['page']}": round(p["seconds"], 1) for p in breakdown["pages"]}
+        # 只记页面：页面之前的任务（pre_tasks）总是先派出，不按秒数排
+        hints = {f"book/{p['page']}": round(p["seconds"], 1) for p in breakdown["pages"]
+                 if p["page"].endswith(".md")}
         (REPO / "tools" / "page_seconds.json").write_text(
             json.dumps(hints, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 

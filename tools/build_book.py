@@ -101,6 +101,9 @@ def build_env(root: Path) -> dict[str, str]:
     # 训练结果（minigpt.seeds）：英文版构建时 build_english 把它指向中文版的这个目录，训练一次，两版共用
     env.setdefault("MINIGPT_TRAINED", str(root / "_build" / ".trained"))
     env["PYTHONHASHSEED"] = "0"
+    # 每个内核一个线程：预执行时几个内核同时跑，各占一个 CPU，不互相抢（本书的模型都小，多线程只多出等待）；
+    # 执行的路径（预执行、Sphinx 自己执行、make serve）和 CPU 个数都不影响结果的最后几位
+    env["OMP_NUM_THREADS"] = "1"
     # 图（SVG/PDF）里的日期固定，输出可复现；Sphinx 页脚的版权年份也取自它：2026-01-01
     env.setdefault("SOURCE_DATE_EPOCH", "1767225600")
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # ipykernel 调试器的提示会写到 stderr

@@ -124,6 +124,19 @@ def train_seed(seed: int, n_layers: int = 2, repeat: bool = True) -> T.TrainedMo
     return run
 
 
+# 第 7 节 训练出来的头「玩具语法」
+def grammar_seed(seed: int) -> T.TrainedModel:
+    """玩具语法的一层模型（`train_grammar` 的默认值，400 步）。`study_seed` 每个
+    种子都训练一个；设了 MINIGPT_TRAINED 时先找存下的结果，页面不再重训。"""
+    path = _cache_file(f"grammar-seed{seed}")
+    if path is not None and path.is_file():
+        return _load(path, seed, lambda: T.grammar_model(seed=seed))
+    run = T.train_grammar(seed=seed)
+    if path is not None:
+        _save(run, path)
+    return run
+
+
 def test_batch() -> D.RepeatBatch:
     """正文量分数用的 512 条测试序列（数据种子 1234，没参加训练）。"""
     return D.repeat_batch(512, torch.Generator().manual_seed(TEST_SEED))
@@ -226,7 +239,7 @@ def seed_facts(run: T.TrainedModel, test: D.RepeatBatch,
                    D.REPEAT_SEQ_LEN - D.REPEAT_MIN)
     step_prev = T.first_step_above(steps, curves["previous"], role)
     step_ind = T.first_step_above(steps, curves["induction"], role)
-    grammar = T.train_grammar(seed=run.seed).model
+    grammar = grammar_seed(run.seed).model
     # 相变之前的第一阶段（第 EARLY 步的副本）：
     # 所有头里最高的归纳分数、第 2 层分给第一遍 A 的权重
     early = run.snapshots[EARLY]

@@ -50,7 +50,8 @@ def _train(model: TinyGPT, sample: Callable[[torch.Generator], torch.Tensor],
     t0 = time.perf_counter()
     try:
         gen = torch.Generator().manual_seed(seed + 1)   # 数据的随机数与初始化分开
-        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        # foreach：一次更新全部参数，省掉逐个参数的循环，结果与逐个更新逐位相同
+        opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
         vocab = model.out.out_features
         losses, snapshots = [], {}
         for step in range(1, steps + 1):
@@ -90,8 +91,13 @@ def train_grammar(n_layers: int = 1, num_heads: int = 2, steps: int = 400,
                   seed: int = 0, batch: int = 64, lr: float = 5e-3) -> TrainedModel:
     """在玩具语法的句子上训练 TinyGPT，返回 TrainedModel
     （见第 7 节 训练出来的头）。"""
-    model = init_model(n_layers, num_heads, seed, vocab_size=len(VOCAB), seq_len=6)
+    model = grammar_model(n_layers, num_heads, seed)
     return _train(model, lambda g: grammar_batch(batch, g), steps, lr, seed)
+
+
+def grammar_model(n_layers: int = 1, num_heads: int = 2, seed: int = 0) -> TinyGPT:
+    """玩具语法用的 TinyGPT（第 1 节的词表，一句 6 个词），还一步没训练。"""
+    return init_model(n_layers, num_heads, seed, vocab_size=len(VOCAB), seq_len=6)
 
 
 def block_means(losses: list[float], size: int = 100) -> list[float]:
