@@ -448,6 +448,9 @@ def test_s3_mask_weights_and_cat_sat(built_book):
     assert re.search(r"\[\[1, 0, 0\],\s*\[1, 1, 0\],\s*\[1, 1, 1\]\]", page.text), "没有打印出下三角遮蔽矩阵"
     assert "-inf" in page.text
     assert "0.3905" in page.pasted and "0.0000" in page.pasted  # cat → sat：遮蔽前 / 遮蔽后
+    # 逐行检验：遮蔽后的权重就是左边的份额按比例放大；三行都打印 True，正文据此说“三行的检验都答 True”
+    assert page.text.count("等于左边按比例放大？ True") == 3 and "等于左边按比例放大？ False" not in page.text
+    assert "三行的检验都答 True" in page.text
     assert "0.4524" in page.text and "0.5476" in page.text
     for name in ("to_nn_mha_mask", "to_sdpa_mask", "ValueError"):
         assert name in page.text, name

@@ -228,22 +228,26 @@ def test_s5_has_its_own_title_equation_and_one_token_shapes(built_book):
     assert page.title.endswith("前馈网络：注意力之后的两层小网络")
     assert any(r"\max(0" in m and "W_1" in m and "W_2" in m for m in page.math)
     assert "(5.1)" in page.text
-    assert "[1.0, -0.5, 0.3, 2.0]" in page.text
-    shapes = (("输入", "(1, 4)"), ("第一层 升维", "(1, 16)"), ("ReLU 激活", "(1, 16)"), ("第二层 降维", "(1, 4)"))
+    assert "[0.8, -1.2, 0.0, 2.5, -0.4, 1.0]" in page.text
+    shapes = (("输入", "(1, 6)"), ("升维", "(1, 24)"), ("ReLU", "(1, 24)"), ("降维", "(1, 6)"))
     for label, shape in shapes:
-        assert re.search(rf"{label}\s+{re.escape(shape)}", page.text), (label, shape)
-    # 正文里的形状序列是 glue 进来的（remove-cell 里由 steps 算出），和打印的一致
+        assert f"{label}：{shape}" in page.text, (label, shape)
+    # 正文里的形状序列是 glue 进来的（remove-cell 里由 trace 算出），和打印的一致
     assert "形状依次是 " + " → ".join(shape for _, shape in shapes) in page.text
     source = (Path(__file__).resolve().parent.parent / "book" / "s5_ffn.md").read_text(encoding="utf-8")
     assert "形状依次是 {glue:md}`s5_shapes`" in source
-    # 用包里的 FeedForward（种子 42）重算这个 token 的输出
-    torch.manual_seed(42)
-    ffn = FeedForward(4, 16)
+    # 用包里的 FeedForward（种子 0，d_ff 取默认的 4 倍）重算这个 token 的输出和发信号的探测器
+    torch.manual_seed(0)
+    ffn = FeedForward(6)
+    token = torch.tensor([[0.8, -1.2, 0.0, 2.5, -0.4, 1.0]])
     with torch.no_grad():
-        out = ffn(torch.tensor([[1.0, -0.5, 0.3, 2.0]]))
-        zeros = int((torch.relu(ffn.up(torch.tensor([[1.0, -0.5, 0.3, 2.0]]))) == 0).sum())
+        out = ffn(token)
+        signal = torch.relu(ffn.up(token))
+    fired = signal[0].nonzero().flatten().tolist()
     assert f"{out[0, 0].item():.4f}" in page.text
-    assert str(zeros) in page.pasted
+    assert f"发出信号的探测器（{len(fired)} 个）：{fired}" in page.text
+    para = next(p for p in _paragraphs(page) if p.startswith("形状依次是"))
+    assert f"只让 {len(fired)} 个探测器" in para and f"其中 {24 - len(fired)} 个读数" in para, para
 
 
 def test_s5_relu_and_gelu_values_are_printed(built_book):
@@ -259,8 +263,8 @@ def test_s5_relu_and_gelu_values_are_printed(built_book):
 
 def test_s5_independence_sentence_agrees_with_the_printed_difference(built_book):
     page = load(built_book, "s5_ffn")
-    printed = re.search(r"逐个位置单独算 vs 整段一起算：allclose → (True|False)（最大差 (\S+)）", page.text)
-    assert printed and printed.group(1) == "True", "没有打印出逐个位置单独算与整段一起算的比较"
+    printed = re.search(r"其余位置换前 vs 换后：allclose → (True|False)（最大差 (\S+)）", page.text)
+    assert printed and printed.group(1) == "True", "没有打印出换掉一个位置前后、其余位置输出的比较"
     diff = float(printed.group(2))
     para = next(p for p in _paragraphs(page) if p.startswith("torch.allclose 的回答是"))
     if diff == 0:
@@ -275,9 +279,9 @@ def test_s5_independence_sentence_agrees_with_the_printed_difference(built_book)
 
 def test_s5_param_counts_and_ffn_share_are_computed(built_book):
     page = load(built_book, "s5_ffn")
-    small = feedforward_num_params(4, 16)
+    small = feedforward_num_params(6, 24)
     assert page.pasted.count(str(small)) >= 2  # 按公式、数模块，两个 glue
-    assert _n_params(FeedForward(4, 16)) == small
+    assert _n_params(FeedForward(6)) == small
     assert f"{feedforward_num_params(768, 3072):,}" in page.pasted
     attn, ffn = _n_params(MultiHeadAttention(768, 12)), _n_params(FeedForward(768))
     norms = 2 * _n_params(torch.nn.LayerNorm(768))
@@ -476,18 +480,18 @@ def test_s6_residual_path_table_and_sentences_agree_with_the_computation(built_b
         assert any(h.endswith(f"glossary.html#term-{term}") for h in hrefs), term
 
 
-def test_s6_mask_changes_output_and_mean_difference_is_glued(built_book):
+def test_s6_mask_changes_exactly_the_positions_it_hides_columns_from(built_book):
     page = load(built_book, "s6_block")
     x, block = _seeded_x_and(lambda: TransformerBlock(8, 2))
     with torch.no_grad():
         a, b = block(x), block(x, causal_mask(5))
-    mean_diff = (a - b).abs().mean().item()
-    assert mean_diff > 0
-    assert f"{mean_diff:.4f}" in page.pasted, page.pasted
-    assert f"{a[0, 1, 0].item():.4f}" in page.text and f"{b[0, 1, 0].item():.4f}" in page.text  # 位置 1
-    last = (a - b)[0, -1].abs().mean().item()
-    assert last < 1e-6  # 正文：最后一个位置加不加遮蔽都一样
-    assert f"{last:.4f}" in page.pasted
+    gap = (a - b).abs().amax(dim=-1)[0]
+    for pos in range(5):  # 打印的每一行：挡住的列数和这个位置的最大差
+        assert f"位置 {pos}：挡住 {4 - pos} 列，输出最大差 {gap[pos].item():.4f}" in page.text
+    assert (gap[:4] > 1e-6).all() and gap[4] < 1e-6  # 正文：被挡住列的位置都变了，最后一个位置不变
+    para = next(p for p in _paragraphs(page) if "个位置的输出变了" in p)
+    assert para.startswith("有 4 个位置的输出变了"), para
+    assert f"{gap[4].item():.4f}" in page.pasted
     assert "torch.Size([1, 5, 8])" in page.text
     assert len(re.findall(r"第 \d 层之后: \[1, 5, 8\]", page.text)) == 4  # 摞 4 层，形状不变
 

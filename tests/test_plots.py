@@ -148,7 +148,7 @@ def test_leak_plot_draws_the_unmasked_floor_ln10_over_seq_len():
 def test_multihead_diagram_shows_heads_concat_and_output_projection():
     fig = plots.multihead_diagram()
     texts = " ".join(t.get_text() for t in fig.axes[0].texts)
-    for label in ("头 0", "头 1", "头 $h-1$", "缩放点积注意力", "拼接", "W^O", "W_{0}^Q", "W_{h-1}^V",
+    for label in ("头 0", "头 1", "头 $h-1$", "缩放点积注意力", "拼接", "W^O", "W_{0}^{Q,K,V}", "W_{h-1}^{Q,K,V}",
                   r"[n,\ d_k]", r"h\,d_k", "输出"):
         assert label in texts, label
     assert texts.count("缩放点积注意力") == 3
@@ -156,6 +156,24 @@ def test_multihead_diagram_shows_heads_concat_and_output_projection():
     outside_math = re.sub(r"\$[^$]*\$", "", texts)
     assert "d_k" not in outside_math and "d_model" not in outside_math, outside_math
     assert "attention" not in texts.lower()
+
+
+def test_multihead_diagram_labels_fit_inside_their_boxes():
+    """每个头的投影标签（× W_i^{Q,K,V}）和“缩放点积注意力”都落在自己的方框里，不压到行标签和箭头上。"""
+    fig = plots.multihead_diagram()
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [p.get_window_extent(renderer) for p in ax.patches]
+    labels = [t for t in ax.texts if "W_{" in t.get_text() or t.get_text() == "缩放点积注意力"]
+    assert len(labels) == 6
+    for label in labels:
+        ext = label.get_window_extent(renderer)
+        cx, cy = (ext.x0 + ext.x1) / 2, (ext.y0 + ext.y1) / 2
+        inner = min((b for b in boxes if b.x0 <= cx <= b.x1 and b.y0 <= cy <= b.y1),
+                    key=lambda b: b.width * b.height)
+        assert inner.x0 <= ext.x0 and ext.x1 <= inner.x1, (label.get_text(), ext, inner)
+    plt.close(fig)
 
 
 def test_cjk_font_is_in_use(font_path):

@@ -252,7 +252,7 @@ def multihead_diagram() -> Figure:
         ))
         ax.text(3.55, yc, f"头 {i}" if i != "h-1" else "头 $h-1$", ha="center",
                 va="center", fontsize=10)
-        proj = rf"$\times\ W_{{{i}}}^Q,\ W_{{{i}}}^K,\ W_{{{i}}}^V$"
+        proj = rf"$\times\ W_{{{i}}}^{{Q,K,V}}$"  # 三个投影矩阵合写，免得标签宽过方框
         _box(ax, (4.3, yc - 0.65), 2.9, 1.3, proj, match, 10)
         _box(ax, (7.8, yc - 0.65), 3.2, 1.3, "缩放点积注意力", match, 10)
         _arrow(ax, (2.4, 4.7), (2.9, yc))
