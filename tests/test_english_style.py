@@ -315,3 +315,43 @@ def test_english_headings_are_in_sentence_case():
     assert len(heads) > 100, f"只找到 {len(heads)} 个标题：标题的提取坏了"
     problems = [f"{page}: {p}" for page, title in heads if title != BOOK_TITLE for p in heading_problems(title)]
     assert not problems, "\n".join(problems)
+
+
+# ---- 页面以外的英文：编号、页脚、目录分组、文献 ---------------------------------------------------------
+
+def english_build_config() -> dict:
+    import yaml
+
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    return i18n.english_config(config, i18n.Translator(REPO))
+
+
+def test_the_english_build_names_figures_in_full():
+    """英文的 {numref} 印 “Figure 2.1”、“Table 6.1”（Sphinx 的英文默认是 “Fig. 2.1”）。"""
+    formats = english_build_config()["sphinx"]["config"]["numfig_format"]
+    assert formats["figure"] % "2.1" == "Figure 2.1" and formats["table"] % "6.1" == "Table 6.1"
+
+
+def test_the_footer_links_the_license_deed_in_the_readers_language():
+    import jinja2
+
+    template = jinja2.Template((REPO / "book" / "_ext" / "templates" / "book-license.html").read_text(encoding="utf-8"))
+    english, chinese = (template.render(language=lang, copyright="2026") for lang in ("en", "zh_CN"))
+    assert "by-sa/4.0/deed.en\"" in english and "deed.zh-hans" not in english
+    assert "by-sa/4.0/deed.zh-hans\"" in chinese
+
+
+def test_sidebar_captions_are_the_style_sheets():
+    toc = i18n.Translator(REPO)
+    import yaml
+
+    parts = toc.yaml_text(yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8")), "_toc.yml")["parts"]
+    assert [p["caption"] for p in parts] == ["Getting started", "Sections", "Review, appendix and assignments"]
+
+
+def test_bibtex_titles_stay_as_published():
+    """文献的标题不译（读者要按原标题检索）；其余含中文的字段（出版形式、备注）照常翻译。"""
+    import i18n_text as tx
+
+    source = "@misc{x,\n  title = {{中文标题}},\n  howpublished = {中文教程},\n}\n"
+    assert [p.text for p in tx.bib_pieces(source)] == ["中文教程"]
