@@ -9,7 +9,9 @@
 - 术语一个概念一个写法（heatmap、Boolean、multi-head、feed-forward、LayerNorm、sublayer……）；
 - 标题（页面的各级标题、练习与提示框的标题、目录的分组名）用 sentence case：只有第一个词、冒号后的第一个词、
   专有名词和几个固定大写的术语首字母大写；
-- 不把三四个分句用分号串成一句（列表除外：分号前有冒号引出的是列表）。
+- 不把三四个分句用分号串成一句（列表除外：分号前有冒号引出的是列表）；
+- 编号的东西写全称（Figure、Equation，不写 Fig.、eq.），写 "Let us" 不写 "let's"，乘号两边有空格（3 × 3），
+  短列表不加 serial comma（Q, K and V），正文用直引号（构建时自动变成弯引号），标题与框的标题用弯引号。
 
 每条规则先在植入了错误的文字上证明它抓得住（test_each_rule_catches_a_planted_error），再要求真实的目录里一条都没有。
 """
@@ -60,6 +62,18 @@ FORBIDDEN = [  # (写法, 为什么、改成什么)
     (r"\bmain text\b", "正文不译 main text：the text、the sections"),
     (r"\bGPT's homework\b", "GPT 的训练任务是 training task，不是 homework"),
     (r"\bthe attention mechanism of the main\b", "attention，不是 the attention mechanism"),
+    (r"\b(Fig|fig|Eq|eq|Eqs|eqs)\.(?=\s)", "编号的图与公式写全称：Figure 2.1、Equation (2.3)"),
+    (r"\b[Ll]et's\b(?! build)", "写 Let us，不写 let's（引用的标题照原样）"),
+    (r"\bno standard answers?\b", "开放的练习 have no single right answer"),
+]
+
+FORMS = [  # 散文与代码里的人话都查（图上的字在 code.po 里）
+    (r"(?<=\d)×|×(?=\d)", "乘号两边各有一个空格：3 × 3"),
+]
+
+PROSE_FORMS = [  # 只查页面的散文（弯引号那条不查标题：标题本来就写弯引号）
+    (r"(?<![\w-])(\w+|CODE|MATH|ROLE), ((?!MATH\b)\w+|CODE|ROLE), (and|or) ", "短列表不加 serial comma：Q, K and V"),
+    (r"[“”]", "正文写直引号（构建时的 smart quotes 把它印成弯引号）；弯引号只用在标题与框的标题里"),
 ]
 
 DASHES = [
@@ -96,8 +110,9 @@ def sentence_problems(text: str) -> list[str]:
     return out
 
 
-def text_problems(text: str, *, prose: bool) -> list[str]:
-    """一条译文里机器看得出的文风问题。prose：页面正文（还要查破折号与分号）；否则是代码里的人话。"""
+def text_problems(text: str, *, prose: bool, heading: bool = False) -> list[str]:
+    """一条译文里机器看得出的文风问题。prose：页面正文（还要查破折号与分号）；否则是代码里的人话。
+    heading：这条是标题（标题里的引号照 heading_problems 的规矩写弯的）。"""
     clean = prose_only(text)
     found = []
     for pattern, right in BRITISH:
@@ -115,7 +130,11 @@ def text_problems(text: str, *, prose: bool) -> list[str]:
             found.append(f"{m.group(0)!r}：{why}")
     for pattern, right in TERMS:
         found += [f"{m.group(0)!r}：本书写作 {right}" for m in re.finditer(pattern, clean)]
+    for pattern, why in FORMS:
+        found += [f"{m.group(0)!r}：{why}" for m in re.finditer(pattern, clean)]
     if prose:
+        for pattern, why in PROSE_FORMS[:1] if heading else PROSE_FORMS:
+            found += [f"{m.group(0)!r}：{why}" for m in re.finditer(pattern, clean)]
         for pattern, why in DASHES:
             found += [f"{m.group(0)!r}：{why}" for m in re.finditer(pattern, clean)]
         found += sentence_problems(text)
@@ -143,13 +162,16 @@ def heading_problems(title: str) -> list[str]:
         if first:
             first, prev = False, word
             continue
-        allowed = word in ALWAYS_CAPITALIZED or word.isupper() or bool(re.search(r"\d", word))
+        allowed = word.replace("’", "'") in ALWAYS_CAPITALIZED or word.isupper() or bool(re.search(r"\d", word))
         if word == "Block":
             allowed = prev == "Transformer"
         if word[0].isupper() and not allowed:
             bad.append(word)
         prev = word
-    return [f"标题用 sentence case，这些词不该大写：{', '.join(dict.fromkeys(bad))}（{title}）"] if bad else []
+    out = [f"标题用 sentence case，这些词不该大写：{', '.join(dict.fromkeys(bad))}（{title}）"] if bad else []
+    if re.search(r"['\"]", prose_only(title)):  # 解答框的标题照抄练习的标题而不经 smart quotes：写弯引号
+        out.append(f"标题里写弯引号与弯撇号（“ ” ’）：{title}")
+    return out
 
 
 # ---- 从中文源文件找出标题 ----------------------------------------------------------------------------
@@ -219,6 +241,13 @@ PLANTED = [
     ("the multihead attention layer", "multi-head attention"),
     ("see Think About It below", "Think about it"),
     ("first this; then that; then the other thing.", "分号"),
+    ("as Fig. 2.1 shows", "Figure"),
+    ("by eq. (2.3)", "Figure 2.1、Equation"),
+    ("Let's measure it.", "Let us"),
+    ("a 3×3 table", "乘号"),
+    ("it projects into Q, K, and V", "serial comma"),
+    ("the token “cat”", "直引号"),
+    ("These exercises have no standard answer.", "single right answer"),
 ]
 
 
@@ -235,6 +264,9 @@ def test_each_rule_catches_a_planted_error(text, what):
     "Edition 4 (2026-12-05) covers Sections 1–6—and the `nn.MultiheadAttention` argument `is_boolean`.",
     "It computes $x - \\mu$ and `t - 1`, a Boolean mask and a heatmap.",
     "The parts, in order: attention; the causal mask; several heads; and the FFN.",
+    "See Figure 2.1 and Equation (2.3); let us measure a 3 × 3 table of Q, K and V.",
+    "Karpathy's video *Let's build GPT* has no single right answer.",
+    "Assembling a block, LayerNorm and the residual path, and Section 7's figure.",
 ])
 def test_correct_english_passes(text):
     assert text_problems(text, prose=True) == []
@@ -251,6 +283,10 @@ def test_correct_english_passes(text):
     ("Each head scales by its own $\\sqrt{d_k}$, and all heads share one mask matrix", True),
     ("New in this book: LayerNorm and the Post-LN block", True),
     ("New in this book: LayerNorm and the Post-LN Block", False),
+    ("Counting the FFN’s parameters", True),
+    ("Counting the FFN's parameters", False),
+    ("Why the two “the” tokens differ", True),
+    ('Why the two "the" tokens differ', False),
 ])
 def test_heading_case_rule(title, ok):
     assert (heading_problems(title) == []) == ok, heading_problems(title)
@@ -265,11 +301,12 @@ def test_the_heading_finder_skips_code_comments(tmp_path):
 
 def test_english_catalogs_follow_the_style_sheet():
     problems = []
+    headings = {title for _page, title in english_headings()}
     for name, done in catalogs().items():
         for msgid, text in done.items():
             if text == msgid:
                 continue  # 原样照搬的消息（独立成行的公式、代码名）不是英文散文
-            problems += [f"{name}: {p}" for p in text_problems(text, prose=name != "code")]
+            problems += [f"{name}: {p}" for p in text_problems(text, prose=name != "code", heading=text in headings)]
     assert not problems, f"{len(problems)} 处不合 locale/en/STYLE.md：\n" + "\n".join(problems[:60])
 
 
@@ -278,3 +315,43 @@ def test_english_headings_are_in_sentence_case():
     assert len(heads) > 100, f"只找到 {len(heads)} 个标题：标题的提取坏了"
     problems = [f"{page}: {p}" for page, title in heads if title != BOOK_TITLE for p in heading_problems(title)]
     assert not problems, "\n".join(problems)
+
+
+# ---- 页面以外的英文：编号、页脚、目录分组、文献 ---------------------------------------------------------
+
+def english_build_config() -> dict:
+    import yaml
+
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    return i18n.english_config(config, i18n.Translator(REPO))
+
+
+def test_the_english_build_names_figures_in_full():
+    """英文的 {numref} 印 “Figure 2.1”、“Table 6.1”（Sphinx 的英文默认是 “Fig. 2.1”）。"""
+    formats = english_build_config()["sphinx"]["config"]["numfig_format"]
+    assert formats["figure"] % "2.1" == "Figure 2.1" and formats["table"] % "6.1" == "Table 6.1"
+
+
+def test_the_footer_links_the_license_deed_in_the_readers_language():
+    import jinja2
+
+    template = jinja2.Template((REPO / "book" / "_ext" / "templates" / "book-license.html").read_text(encoding="utf-8"))
+    english, chinese = (template.render(language=lang, copyright="2026") for lang in ("en", "zh_CN"))
+    assert "by-sa/4.0/deed.en\"" in english and "deed.zh-hans" not in english
+    assert "by-sa/4.0/deed.zh-hans\"" in chinese
+
+
+def test_sidebar_captions_are_the_style_sheets():
+    toc = i18n.Translator(REPO)
+    import yaml
+
+    parts = toc.yaml_text(yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8")), "_toc.yml")["parts"]
+    assert [p["caption"] for p in parts] == ["Getting started", "Sections", "Review, appendix and assignments"]
+
+
+def test_bibtex_titles_stay_as_published():
+    """文献的标题不译（读者要按原标题检索）；其余含中文的字段（出版形式、备注）照常翻译。"""
+    import i18n_text as tx
+
+    source = "@misc{x,\n  title = {{中文标题}},\n  howpublished = {中文教程},\n}\n"
+    assert [p.text for p in tx.bib_pieces(source)] == ["中文教程"]

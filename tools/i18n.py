@@ -430,6 +430,9 @@ def english_config(config: dict, tr: Translator) -> dict:
     if base:
         sphinx["html_baseurl"] = base.rstrip("/") + f"/{LANG}/"
     sphinx["book_edition"] = LANG
+    # 编号的写法（locale/en/STYLE.md）：英文的 Sphinx 默认印 “Fig. 2.1”，本书写全称 “Figure 2.1”
+    sphinx["numfig_format"] = {"figure": "Figure %s", "table": "Table %s", "code-block": "Listing %s",
+                               "section": "Section %s"}
     # PDF：xeCJK 默认把弯引号 ‘’“” 当中文标点（占一个汉字宽）；英文里它们是西文标点
     latex = sphinx.setdefault("latex_elements", {})
     # 术语表里印着中文名：英文的行靠词间空白撑满，汉字之间不再拉开（否则“缩 放 点 积”一字一空）

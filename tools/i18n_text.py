@@ -298,13 +298,14 @@ def leftover_messages(line: str) -> list[str]:
     return [line.strip()] if has_cjk(line) else []
 
 
-_BIB_FIELD = re.compile(r"=\s*\{\{?([^{}\n]*)\}")
+_BIB_FIELD = re.compile(r"(\w+)\s*=\s*\{\{?([^{}\n]*)\}")
 
 
 def bib_pieces(source: str) -> list[Piece]:
-    """BibTeX：含中文的字段值（花括号里面的文字）。"""
-    return [Piece(m.start(1), m.end(1), m.group(1), source.count("\n", 0, m.start()) + 1)
-            for m in _BIB_FIELD.finditer(source) if has_cjk(m.group(1))]
+    """BibTeX：含中文的字段值（花括号里面的文字）。标题（title）不译：文献按它发表时的标题引用，读者才检索得到
+    （英文版的文字在标题旁注明它是中文的）。"""
+    return [Piece(m.start(2), m.end(2), m.group(2), source.count("\n", 0, m.start()) + 1)
+            for m in _BIB_FIELD.finditer(source) if has_cjk(m.group(2)) and m.group(1).lower() != "title"]
 
 
 def tex_pieces(source: str) -> list[Piece]:
