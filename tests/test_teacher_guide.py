@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
-from pagekit import soup
+from support.book import REPO
+from support.pagekit import soup
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 import book_solutions  # noqa: E402
