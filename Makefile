@@ -48,7 +48,7 @@ html: setup
 	  echo "提示：没有装构建 PDF 的 TeX，网站上的“下载 PDF”链接暂时无效；按 make pdf 的提示装好后再运行 make html。"; \
 	fi
 
-# 全部测试（TEST_WORKERS 个工作进程，默认 2；同一组的测试在同一个进程里依次运行，见 tests/conftest.py）：单元测试、失败样例书、过期输出测试，以及从全新 Sphinx 环境构建整本书
+# 全部测试（TEST_WORKERS 个工作进程，默认 2；同一组的测试在同一个进程里依次运行，见 tests/support/scheduler.py）：单元测试、失败样例书、过期输出测试，以及从全新 Sphinx 环境构建整本书
 # 测试还要构建 PDF、驱动浏览器、在沙箱里批改作业、检查 HTML：以 root 运行时缺的 Debian 包（TeX、中文字体、chromium、bubblewrap、Java）会被装上，
 # 否则停下来并列出要装的包
 TEST_WORKERS ?= 2

@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-import golden as G
-from pagekit import soup as read_html
-from pagekit import table_rows
+from support import golden as G
+from support.pagekit import soup as read_html
+from support.pagekit import table_rows
 
 pytestmark = pytest.mark.book
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, toc_docnames
-from pagekit import soup
+from support.book import REPO, toc_docnames
+from support.pagekit import soup
 
 # 读构建结果的测试由 conftest 自动标记为 book / kernel；写作规矩的检查只读源文件，make unit 也跑
 

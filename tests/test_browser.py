@@ -6,7 +6,7 @@
 公式在构建时已由 KaTeX 排好（没有残留的 $$ 或 \\( \\)，页面不运行公式脚本）、标题层级不跳级，深色模式下图仍是白底。
 另外检查：作业页的答案折叠块点开才显示；搜索页用中文搜得到对应的页面。
 每页在浅色、深色模式下各截一张整页图，供人查看：只在设了 BOOK_SCREENSHOTS 时截（make screenshots），
-存到 _build/screenshots/（见 conftest.Screenshots）。
+存到 _build/screenshots/（见 support.screenshots.Screenshots）。
 
 Chromium 来自 Debian（tools/system_deps.sh install browser），按 PATH 查找；绝不运行 `playwright install`。
 无障碍检查用 axe-core（PyPI 包 axe-playwright-python 自带，离线），逐页、浅色与深色各一遍。
@@ -23,9 +23,10 @@ import pytest
 import yaml
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from conftest import (CHROMIUM, CHROMIUM_ARGS, REPO, VIEWPORT, Screenshots, Tab, screenshots_wanted, settle,
-                      toc_docnames)
-from pagekit import allowed_latin_words, english_words, load_path, visible_text
+from support.book import REPO, toc_docnames
+from support.chromium import CHROMIUM, CHROMIUM_ARGS, Tab, VIEWPORT, settle
+from support.screenshots import Screenshots, screenshots_wanted
+from support.pagekit import allowed_latin_words, english_words, load_path, visible_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
@@ -33,7 +34,7 @@ HOMEWORK = "book/homework"
 
 
 class Visit:
-    """在标签页（conftest.Tab）里打开一页，记下它出的所有问题（控制台错误、失败的请求、外部请求）。"""
+    """在标签页（support.chromium.Tab）里打开一页，记下它出的所有问题（控制台错误、失败的请求、外部请求）。"""
 
     def __init__(self, tab, site: str, path: str, color_scheme: str = "light"):
         self.site, self.tab = site, tab
@@ -245,7 +246,7 @@ def page_reports(site, screenshots, built_book) -> dict[tuple[str, str], list[st
     def work() -> None:
         with sync_playwright() as playwright:
             chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            tab = Tab(chromium)  # 这个线程的各页依次在同一个标签页里打开（见 conftest.Tab）
+            tab = Tab(chromium)  # 这个线程的各页依次在同一个标签页里打开（见 support.chromium.Tab）
             try:
                 while True:
                     try:
@@ -409,11 +410,11 @@ def axe_violations(page) -> list[str]:
 
 
 @pytest.mark.parametrize("color_scheme", ["light", "dark"])
-def test_axe_finds_no_serious_or_critical_violations(tab, site, built_book, color_scheme):
+def test_axe_finds_no_serious_or_critical_violations(tab, site, built_site, color_scheme):
     """网站上目录之外的每一页（搜索页、索引页、根目录跳转后的首页）在 axe-core 下：0 个 serious、0 个 critical，
     也没有 region（内容在地标之外）。目录里的页面在 test_page_in_light_mode / test_page_in_dark_mode 里，
     趁同一次打开查过。axe-core 随 axe-playwright-python 一起装好，离线运行。"""
-    html = built_book.html
+    html = built_site.html
     pages = sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html")
                    if "_static" not in p.parts and "reports" not in p.parts)
     in_toc = {f"{d}.html" for d in toc_docnames()}
@@ -440,7 +441,7 @@ def test_axe_finds_no_serious_or_critical_violations(tab, site, built_book, colo
 
 
 def test_a_reused_tab_carries_nothing_from_one_visit_to_the_next(tab, site):
-    """各次访问共用一个标签页（conftest.Tab）：上一次访问存下的 localStorage、sessionStorage、cookie（包括页面
+    """各次访问共用一个标签页（support.chromium.Tab）：上一次访问存下的 localStorage、sessionStorage、cookie（包括页面
     卸载时才写的），它离开时还没回来的请求（这里是一个 404）和它的颜色模式，都不能出现在下一次访问里。"""
     first = Visit(tab, site, page_path("book/index"), color_scheme="dark")
     try:

@@ -19,8 +19,9 @@ import children  # tools/：构建脚本结束子进程的办法，这里用它�
 
 import pytest
 
-from conftest import BUILD_SCRIPT, FAILING_PAGES, ctrl_c_reaches_it, make_mini_book, run_build
-from pagekit import load_path
+from support.book import BUILD_SCRIPT, FAILING_PAGES, make_mini_book, run_build
+from support.processes import ctrl_c_reaches_it
+from support.pagekit import load_path
 
 # 构建小书：每页启动一个内核。小书共用一个建好的字体缓存（conftest.shared_font_cache），专门检验它的测试除外
 pytestmark = [pytest.mark.book, pytest.mark.kernel, pytest.mark.usefixtures("shared_font_cache")]

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from bs4 import BeautifulSoup
 from myst_nb.core.read import read_myst_markdown_notebook
 
-from conftest import MYST_NOTEBOOK_HEADER, REPO, toc_docnames
+from support.book import MYST_NOTEBOOK_HEADER, REPO, toc_docnames
+from support.pagekit import cell_outputs
 
 FORBIDDEN = ("glue(", "myst_nb")
 
@@ -157,18 +157,6 @@ def test_english_visible_code_lines_fit_the_code_column(doc, english_translator)
 # ---------------------------------------------------------------- 抄下来能运行
 
 
-def shown_outputs(html: str) -> list[list[str]]:
-    """渲染后的页面里，每个代码单元打印出的文字（stream 输出与表达式的值），按单元排列。"""
-    cells = []
-    for cell in BeautifulSoup(html, "html.parser").find_all("div", class_="cell"):
-        if "docutils" not in cell["class"]:
-            continue
-        outputs = cell.find_all("div", class_="output")
-        cells.append([pre.get_text() for out in outputs if {"stream", "text_plain"} & set(out["class"])
-                      for pre in out.find_all("pre")])
-    return cells
-
-
 def _normalise(text: str) -> str:
     """比较时不计空白的多少：myst-nb 合并输出流时会去掉每一段输出末尾的空白，
     于是 `print("标题:\n", t)` 里换行后的那个空格在页面上时有时无（取决于内核怎样分段发送）。"""
@@ -196,12 +184,12 @@ def test_visible_cells_copied_in_order_run_and_print_what_the_page_shows(built_b
     script = tmp_path / "page.py"
     script.write_text(program, encoding="utf-8")
     env = {**os.environ, "MPLBACKEND": "Agg"}
-    # 与 `python page.py` 相同，只是 torch 已在母体里 import 好（conftest.fork_runner，tests/forkrun.py）
+    # 与 `python page.py` 相同，只是 torch 已在母体里 import 好（conftest.fork_runner，tests/support/forkrun.py）
     proc = fork_runner.run(script, cwd=path.parent, env=env, timeout=600)
     assert proc.returncode == 0, f"{doc}：抄下来的程序运行失败：\n{proc.stderr[-2000:]}"
     assert not proc.stderr.strip(), f"{doc}：抄下来的程序写了 stderr：\n{proc.stderr[-2000:]}"
 
-    cells = shown_outputs((built_book.html / f"{doc}.html").read_text(encoding="utf-8"))
+    cells = cell_outputs((built_book.html / f"{doc}.html").read_text(encoding="utf-8"))
     shown = "".join(t if t.endswith("\n") else t + "\n" for cell in cells for t in cell)
     assert _normalise(proc.stdout) == _normalise(shown), (
         f"{doc}：抄下来的程序打印的内容和页面上显示的不一样"
@@ -219,4 +207,4 @@ def test_output_reader_collects_stream_and_value_outputs_per_cell():
     <div class="cell docutils container"><div class="cell_output docutils container">
     <div class="output text_plain highlight-myst-ansi notranslate"><div class="highlight"><pre><span></span>42</pre>
     </div></div></div></div></article>"""
-    assert shown_outputs(html) == [["a < b\n"], ["42"]]
+    assert cell_outputs(html) == [["a < b\n"], ["42"]]

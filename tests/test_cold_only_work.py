@@ -19,7 +19,7 @@ from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Parser
 from docutils.utils import new_document
 
-from conftest import REPO
+from support.book import REPO
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 import book_interactive  # noqa: E402

@@ -18,7 +18,6 @@ import re
 import shutil
 import sys
 import tokenize
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,8 @@ sys.path.insert(0, str(REPO / "tools"))
 import i18n  # noqa: E402
 import i18n_text as tx  # noqa: E402
 
-from conftest import toc_docnames  # noqa: E402
+from support.book import toc_docnames  # noqa: E402
+from support.pagekit import shown_strings  # noqa: E402
 
 
 # ---- 译文的核对 ----------------------------------------------------------------------------------
@@ -205,53 +205,29 @@ def allowed_in_source(path: Path, line: str) -> bool:
 
 # ---- 英文网站 ---------------------------------------------------------------------------------
 
-def english_html(built_book) -> Path:
-    return built_book.html / i18n.LANG
+def english_html(built_book_en) -> Path:
+    return built_book_en.html / i18n.LANG
 
 
-def test_every_page_of_the_toc_exists_in_english(built_book):
-    en = english_html(built_book)
+def test_every_page_of_the_toc_exists_in_english(built_book_en):
+    en = english_html(built_book_en)
     missing = [doc for doc in toc_docnames() if not (en / f"{doc}.html").is_file()]
     assert missing == []
     index = (en / "book" / "s2_scaled_dot_product.html").read_text(encoding="utf-8")
     assert '<html lang="en"' in index
 
 
-class _Text(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.parts: list[str] = []
-        self._skip = 0
-
-    def handle_starttag(self, tag, attrs):
-        if tag in ("script", "style"):
-            self._skip += 1
-        for name, value in attrs:
-            if name in ("alt", "title", "aria-label", "data-bs-title", "placeholder") and value:
-                self.parts.append(value)
-
-    def handle_endtag(self, tag):
-        if tag in ("script", "style"):
-            self._skip -= 1
-
-    def handle_data(self, data):
-        if not self._skip:
-            self.parts.append(data)
-
-
 def page_chinese(path: Path) -> list[str]:
-    parser = _Text()
-    parser.feed(path.read_text(encoding="utf-8"))
-    return re.findall(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]+", " ".join(parser.parts))
+    return re.findall(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]+", " ".join(shown_strings(path)))
 
 
-def test_english_pages_show_no_chinese(built_book):
+def test_english_pages_show_no_chinese(built_book_en):
     """页面上看得见的文字（含 alt、title、aria-label）里的中文只能是语言切换按钮的名字，或译文刻意保留的词。"""
     import yaml
 
     editions = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["book_editions"]
     allowed = kept_on_purpose() | {e["label"] for e in editions}
-    en = english_html(built_book)
+    en = english_html(built_book_en)
     found = {}
     for page in sorted(en.rglob("*.html")):
         bad = [run for run in page_chinese(page) if run not in allowed]
@@ -260,7 +236,7 @@ def test_english_pages_show_no_chinese(built_book):
     assert found == {}
 
 
-def test_english_outputs_and_figures_carry_no_chinese(built_book):
+def test_english_outputs_and_figures_carry_no_chinese(built_book_en):
     """英文版执行出来的每个输出（文字、表格、图的 SVG 文本）与网站上的图片、交互图数据里都没有中文。"""
     bad = []
     executed = REPO / "_build" / i18n.LANG / "_build" / "jupyter_execute"
@@ -272,7 +248,7 @@ def test_english_outputs_and_figures_carry_no_chinese(built_book):
                 text = json.dumps({k: v for k, v in output.items() if k != "metadata"}, ensure_ascii=False)
                 if tx.has_cjk(text):
                     bad.append(f"{nb.name}: {''.join(tx.CJK.findall(text))[:40]}")
-    en = english_html(built_book)
+    en = english_html(built_book_en)
     images = set()
     for page in en.rglob("*.html"):
         for src in re.findall(r'<img[^>]*\ssrc="([^"]+\.svg)"', page.read_text(encoding="utf-8")):
@@ -326,9 +302,9 @@ def is_number(text: str) -> bool:
     return True
 
 
-def test_both_editions_compute_the_same_numbers(built_book):
+def test_both_editions_compute_the_same_numbers(built_site):
     """同一份代码、同样的种子：每页打印的每个小数、每个 glue 的数值与图的个数，两个版本一模一样。"""
-    zh_build = built_book.root / "_build"
+    zh_build = built_site.root / "_build"
     en_build = zh_build / i18n.LANG / "_build"
     compared = 0
     pages = sorted(p.stem for p in (zh_build / "jupyter_execute" / "book").glob("*.ipynb"))
@@ -365,13 +341,13 @@ def test_chinese_inside_f_string_code_is_found():
 
 # ---- 两个版本互相链接 ---------------------------------------------------------------------------
 
-def test_every_page_links_to_the_same_page_in_the_other_edition(built_book):
+def test_every_page_links_to_the_same_page_in_the_other_edition(built_site):
     """每页页头的语言切换按钮指向另一种语言的同一页（那一页确实存在），<head> 里有两种语言与 x-default
     的 hreflang，网址都在网站的发布地址下。"""
     import yaml
 
     base = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["html_baseurl"]
-    html = built_book.html
+    html = built_site.html
     for doc in toc_docnames():
         for edition, other in (("", "en/"), ("en/", "")):
             page = html / f"{edition}{doc}.html"
@@ -388,18 +364,15 @@ def test_every_page_links_to_the_same_page_in_the_other_edition(built_book):
 
 # ---- 英文 PDF -------------------------------------------------------------------------------
 
-from test_pdf import built_pdf  # noqa: E402,F401  同一次测试运行里只构建一次（两种语言）
-
-
-def test_the_english_pdf_is_english_and_on_the_english_site(built_pdf):
+def test_the_english_pdf_is_english_and_on_the_english_site(built_pdf_en):
     import subprocess
 
     import yaml
 
     pdf_name = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]["book_pdf_on_site"]
-    latex = built_pdf.root / "_build" / i18n.LANG / "_build" / "latex"
+    latex = built_pdf_en.root / "_build" / i18n.LANG / "_build" / "latex"
     pdf = latex / "book.pdf"
-    assert (built_pdf.root / "_build" / "html" / i18n.LANG / pdf_name).read_bytes() == pdf.read_bytes()
+    assert (built_pdf_en.root / "_build" / "html" / i18n.LANG / pdf_name).read_bytes() == pdf.read_bytes()
     text = subprocess.run(["pdftotext", "-enc", "UTF-8", str(pdf), "-"], capture_output=True, text=True,
                           check=True).stdout
     assert "The Attention Mechanism and the Transformer Block" in " ".join(text[:400].split())
@@ -423,11 +396,11 @@ def _load(path: Path, name: str):
 
 
 @pytest.fixture(scope="module")
-def english_bundle(built_book, tmp_path_factory) -> Path:
+def english_bundle(built_book_en, tmp_path_factory) -> Path:
     import zipfile
 
     out = tmp_path_factory.mktemp("en-bundle")
-    with zipfile.ZipFile(built_book.html / i18n.LANG / "minigpt-homework.zip") as zf:
+    with zipfile.ZipFile(built_book_en.html / i18n.LANG / "minigpt-homework.zip") as zf:
         zf.extractall(out)
     (folder,) = out.iterdir()
     return folder
@@ -446,14 +419,14 @@ def test_the_english_homework_bundle_is_english(english_bundle):
 
 
 @pytest.mark.kernel
-def test_the_english_checkers_pass_the_reference_solutions_in_english(built_book, english_bundle, monkeypatch):
+def test_the_english_checkers_pass_the_reference_solutions_in_english(built_book_en, english_bundle, monkeypatch):
     """英文的作业笔记本，初始代码换成英文版作业页上的参考答案，用作业包里英文的 minigpt（wheel 直接放上
     PYTHONPATH）运行：每一题都是 ✔，输出里没有中文。"""
     import nbformat
     from nbclient import NotebookClient
 
     wheel = next(english_bundle.glob("*.whl"))
-    tool = _load(built_book.root / "_build" / i18n.LANG / "tools" / "make_student_notebook.py", "en_student_tool")
+    tool = _load(built_book_en.root / "_build" / i18n.LANG / "tools" / "make_student_notebook.py", "en_student_tool")
     answers = tool.solutions()
     nb = nbformat.read(english_bundle / "homework_student.ipynb", as_version=4)
     starters = {}
@@ -493,13 +466,13 @@ def test_the_english_grader_speaks_english(english_bundle):
         assert out.strip() and not tx.has_cjk(out), out[:500]
 
 
-def test_the_english_reader_notebooks_are_english(built_book):
+def test_the_english_reader_notebooks_are_english(built_site):
     import zipfile
 
     name = "attention-transformer-block-notebooks.zip"
-    with zipfile.ZipFile(built_book.html / name) as zf:
+    with zipfile.ZipFile(built_site.html / name) as zf:
         chinese = sorted(n for n in zf.namelist() if n.endswith(".ipynb"))
-    with zipfile.ZipFile(built_book.html / i18n.LANG / name) as zf:
+    with zipfile.ZipFile(built_site.html / i18n.LANG / name) as zf:
         notebooks = sorted(n for n in zf.namelist() if n.endswith(".ipynb"))
         assert notebooks == chinese and len(notebooks) >= 9
         for name in notebooks:
@@ -509,11 +482,12 @@ def test_the_english_reader_notebooks_are_english(built_book):
             assert not re.search(r"[\u3000-\u303f\uff00-\uffef]", text), name
 
 
-def test_a_second_english_build_with_nothing_changed_writes_nothing(built_book):
-    """英文版的空操作：英文的书一个文件都不重写，英文网站（_build/html/en）也一个文件都不动。"""
+def test_a_second_english_build_with_nothing_changed_writes_nothing(built_book_en, built_pdf_en):
+    """英文版的空操作：英文的书一个文件都不重写，英文网站（_build/html/en）也一个文件都不动。
+    （英文 PDF 先构建好：它也写进英文网站，别让另一个工作进程的那次构建算到这里。）"""
     import subprocess
 
-    roots = [built_book.root / "_build" / i18n.LANG, built_book.html / i18n.LANG]
+    roots = [built_book_en.root / "_build" / i18n.LANG, built_book_en.html / i18n.LANG]
 
     def stamps():
         return {p: p.stat().st_mtime_ns for root in roots for p in root.rglob("*")

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from conftest import REPO
+from support.book import REPO
 
 
 def exercise_blocks(doc: str) -> list[str]:

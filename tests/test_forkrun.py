@@ -1,4 +1,4 @@
-"""分叉运行器（tests/forkrun.py）运行一个程序，与全新的 `python 程序.py` 一样：同样的退出码、同样的输出。
+"""分叉运行器（tests/support/forkrun.py）运行一个程序，与全新的 `python 程序.py` 一样：同样的退出码、同样的输出。
 
 test_code_cells 与 test_exercise_code 用它代替全新的 Python 进程（省下每次 import torch 的时间），
 所以这里拿同一批程序对照真正的全新 Python：名字、参数、路径、环境、文件描述符、atexit、异常、退出码、torch 的随机数。

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import toc_docnames
-from pagekit import articles, resources, soup, text_nodes
+from support.book import toc_docnames
+from support.pagekit import articles, resources, soup, text_nodes
 
 pytestmark = pytest.mark.book
 
@@ -31,8 +31,9 @@ def edition_pages(html: Path) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def html(built_book) -> Path:
-    return built_book.html
+def html(built_site) -> Path:
+    """整个网站（两种语言）。"""
+    return built_site.html
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import toc_docnames
-from pagekit import articles, soup, text_nodes
+from support.book import toc_docnames
+from support.pagekit import articles, soup, text_nodes
 
 pytestmark = pytest.mark.book
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, toc_docnames
-from pagekit import soup
+from support.book import REPO, toc_docnames
+from support.pagekit import soup
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 import book_glossary  # noqa: E402

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from support.book import REPO
 from minigpt.grading import environment, sandbox
 from minigpt.grading.results import ExerciseResult, Problem, SubmissionResult
 from minigpt.homework import EXERCISES

@@ -32,7 +32,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import REPO
+from support.book import REPO
 from minigpt.grading import gradescope, sandbox
 
 SUBMISSIONS = REPO / "tests" / "fixtures" / "submissions"

@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import REPO
+from support.book import REPO
 from minigpt.grading import cli, report
 from minigpt.answer_format import MISSING, answers_from_output, decode_answer, parse_json, probe_source
 from minigpt.grading.judge import judge_exercise

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 import minigpt
-from conftest import REPO
+from support.book import REPO
 
 SUBMISSIONS = REPO / "tests" / "fixtures" / "submissions"
 VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"

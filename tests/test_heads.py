@@ -1,6 +1,6 @@
 """第 7 节（训练出来的头）：训练可复现、代价小，正文对每个头下的每个结论都由这里量出的分数撑着。
 
-训练单线程、固定种子，所以这里重做的训练与构建书时逐位相同（tests/heads_cases.py）。
+训练单线程、固定种子，所以这里重做的训练与构建书时逐位相同（tests/support/heads_cases.py）。
 正文按门槛 ROLE 给头起名字：分数过了门槛才叫它“前一个 token 头”“归纳头”。训练一变、结论不再成立，
 这里的测试就失败；那时要改的是正文，而不是门槛。
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import heads_cases as C
+from support import heads_cases as C
 from minigpt import heads as H
 from minigpt.attention import causal_mask
 from minigpt.layers import TransformerBlock, n_params

@@ -9,7 +9,7 @@
 
 轻量安装：README 给 Linux、macOS、Windows 各写四行（建虚拟环境、进入它、装只用 CPU 的 PyTorch、装本书的包）。
 测试解析这些命令并核对它们；再在一个空的虚拟环境里照 Linux 那几行真的装一遍。这台机器连不到 PyTorch 的
-CPU 轮子索引，那一行的 --index-url 换成本机同一个 CPU 轮子所在的目录（conftest.torch_wheel_dir），其余依赖按
+CPU 轮子索引，那一行的 --index-url 换成本机同一个 CPU 轮子所在的目录（support.venv.torch_wheel_dir），其余依赖按
 requirements.lock 的版本取（约束文件，免得下载别的版本）；别的命令原样运行。装好的环境里 torch 是 2.13.0 的 CPU 版、
 没有 CUDA 库，整个环境约 1 GB，参考答案逐题通过。
 """
@@ -33,7 +33,9 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from conftest import REPO, clean_env, torch_wheel_dir
+from support.book import REPO
+from support.processes import clean_env
+from support.venv import torch_wheel_dir
 
 _spec = importlib.util.spec_from_file_location("homework_bundle", REPO / "book" / "_ext" / "homework_bundle.py")
 bundle_ext = importlib.util.module_from_spec(_spec)

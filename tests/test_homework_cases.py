@@ -1,4 +1,4 @@
-"""案例表（tests/homework_cases.py）上的两件事：
+"""案例表（tests/support/homework_cases.py）上的两件事：
 
 1. 一个判定：每个案例在笔记本里（check_xxx，拿着学生手里的题目数据）和在批改程序里（探针写出
    JSON、批改程序读回、grading.judge 判分）得到相同的结果和相同的说明；学生改动过题目数据时，
@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 import minigpt.homework as homework
-from homework_cases import CASES
+from support.homework_cases import CASES
 from minigpt import answer_format as probe
 from minigpt.grading.judge import judge_exercise
 from minigpt.homework import EXERCISES, HomeworkNotFilled, HomeworkWrong, exercise_inputs

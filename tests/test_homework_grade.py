@@ -27,7 +27,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import REPO, ctrl_c_reaches_it
+from support.book import REPO
+from support.processes import ctrl_c_reaches_it
 
 SUBMISSIONS = REPO / "tests" / "fixtures" / "submissions"
 TIMEOUT = 4

@@ -20,8 +20,8 @@ from urllib.parse import unquote, urlsplit
 import nbformat
 import pytest
 
-from conftest import REPO
-from pagekit import soup as read_html
+from support.book import REPO
+from support.pagekit import soup as read_html
 
 BOOK = REPO / "book"
 NOTEBOOK = BOOK / "homework_student.ipynb"

@@ -39,8 +39,8 @@ def site_pages(html: Path) -> list[Path]:
                   if not {"_static", "_sources", "_images", "jupyter_execute"} & set(p.relative_to(html).parts))
 
 
-def test_every_built_page_is_valid_html(built_book):
-    pages = site_pages(built_book.html)
+def test_every_built_page_is_valid_html(built_site):
+    pages = site_pages(built_site.html)
     assert len(pages) >= 16, pages
     errors = vnu_errors(pages)
     assert errors == [], "\n".join(f"{Path(m['url']).name}:{m.get('lastLine')}: {m['message']}" for m in errors)

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import pytest
 import vl_convert
 
-import interactive_cases as cases
+from support import interactive_cases as cases
 from minigpt import interactive, plots
 
 VL_VERSION = "6.4"  # 与 book/_ext/book_interactive.py 打包的 Vega-Lite 同一版本

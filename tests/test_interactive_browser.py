@@ -1,7 +1,7 @@
 """网站上的六张交互图，在真实浏览器（Debian 的 Chromium，经 Playwright 驱动）里用鼠标和键盘操作。
 
 每张图：画得出来、控件有中文标签、拨动控件后读数变成 minigpt 算出的值（测试自己调用 minigpt，
-见 tests/interactive_cases.py）、没有控制台错误、没有请求离开本站；图号和图注与静态版共用；
+见 tests/support/interactive_cases.py）、没有控制台错误、没有请求离开本站；图号和图注与静态版共用；
 深色模式下文字换成浅色；没有 JavaScript 时显示静态图。设了 BOOK_SCREENSHOTS 时（make screenshots），
 每张图在浅色、深色模式下各截一张图到 _build/screenshots/interactive-*.png，供人查看。
 
@@ -15,8 +15,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-import interactive_cases as cases
-from conftest import REPO, Tab, settle
+from support import interactive_cases as cases
+from support.book import REPO
+from support.chromium import Tab, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
@@ -50,7 +51,7 @@ def tab_without_javascript(browser) -> Tab:
 
 
 class Figure:
-    """在标签页（conftest.Tab）里打开交互图所在的页面，等它画好；记下控制台错误、失败的请求和发往其他主机的请求。"""
+    """在标签页（support.chromium.Tab）里打开交互图所在的页面，等它画好；记下控制台错误、失败的请求和发往其他主机的请求。"""
 
     def __init__(self, tab, site: str, name: str, color_scheme: str = "light"):
         self.site, self.name, self.tab = site, name, tab

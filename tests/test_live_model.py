@@ -12,8 +12,8 @@ import sys
 import pytest
 import torch
 
-import heads_cases
-from conftest import REPO
+from support import heads_cases
+from support.book import REPO
 from minigpt import heads as H
 from minigpt import live_model as LM
 

@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 import pytest
 import torch
 
-import heads_cases
-from conftest import VIEWPORT, settle
+from support import heads_cases
+from support.chromium import VIEWPORT, settle
 from minigpt import heads as H
 from minigpt import live_model as LM
 
@@ -32,7 +32,7 @@ BUDGET = 300_000   # issue 34：这一页为活模型多传的字节，gzip 后
 
 
 class LivePage:
-    """在标签页（conftest.Tab）里打开第 7 节，等活模型画好；记下控制台错误、失败的请求和发往其他主机的请求。"""
+    """在标签页（support.chromium.Tab）里打开第 7 节，等活模型画好；记下控制台错误、失败的请求和发往其他主机的请求。"""
 
     def __init__(self, tab, site: str, color_scheme: str = "light"):
         self.site, self.tab = site, tab
@@ -334,7 +334,7 @@ def test_added_bytes_fit_300_kb_gzipped_and_load_only_on_this_page(tab, site, bu
     assert requested and not [r for r in requested if "live-model" in r]
 
 
-def test_english_edition_runs_with_english_controls(tab, site):
+def test_english_edition_runs_with_english_controls(tab, site, built_book_en):
     """英文版（网站的 en/）：同一个模型、同样的数，界面文字是英文（JS 里的字符串来自 code.po 的译文，
     译文坏了语法，整段脚本就不运行）。"""
     import re
@@ -358,7 +358,7 @@ def test_english_edition_runs_with_english_controls(tab, site):
 
 def test_without_javascript_the_static_figure_shows_with_the_page_alt(browser, site):
     """关掉 JavaScript：活模型的位置上是静态图（存在 _images/ 里），替代文字与页面上 glue:figure 的 :alt: 相同。"""
-    from conftest import Tab
+    from support.chromium import Tab
     from test_interactive_browser import directive_alt
 
     tab = Tab(browser, javascript=False)

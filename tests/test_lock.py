@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import lock
-from conftest import REPO
+from support.book import REPO
 
 
 def test_lock_pins_every_package_exactly_once_and_holds_no_editable_line():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import REPO
+from support.book import REPO
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 import book_assets  # noqa: E402

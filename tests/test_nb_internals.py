@@ -9,7 +9,7 @@ from importlib.metadata import version
 import pytest
 
 import nb_internals
-from conftest import build_book
+from support.book import build_book
 
 
 def test_installed_versions_are_the_verified_ones():

@@ -19,8 +19,8 @@ import pytest
 import yaml
 from nbclient import NotebookClient
 
-import pagekit
-from conftest import MYST_NOTEBOOK_HEADER, REPO, toc_docnames
+from support import pagekit
+from support.book import MYST_NOTEBOOK_HEADER, REPO, toc_docnames
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 import book_notebooks  # noqa: E402
@@ -205,6 +205,6 @@ def test_every_notebook_runs_in_a_fresh_venv_and_prints_what_its_page_prints(bui
     assert all("已经装好" in text for text in installs[1:]), installs
     # 每个笔记本都给图装上中文字体（读者那里没有书页的隐藏设置单元）
     assert all("图中的中文字体： " in text for text in installs), installs
-    # 内核像读者那里一样写下 .pyc（conftest 的 DIRTY）：后面的笔记本不必再把 torch 编译一遍
+    # 内核像读者那里一样写下 .pyc（support/processes.py 的 DIRTY）：后面的笔记本不必再把 torch 编译一遍
     venv = fresh_venv.python.parent.parent
     assert list(venv.glob("lib/python*/site-packages/torch/__pycache__/*.pyc")), "全新环境的内核没有写 .pyc"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, toc_docnames
-from pagekit import resources
+from support.book import REPO, toc_docnames
+from support.pagekit import resources
 
 sys.path.insert(0, str(REPO / "tools"))
 import site_weight  # noqa: E402
@@ -23,8 +23,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.book]
 
 
 @pytest.fixture(scope="module")
-def html(built_book) -> Path:
-    return built_book.html
+def html(built_site) -> Path:
+    """整个网站（两种语言）。"""
+    return built_site.html
 
 
 @pytest.fixture(scope="module")

@@ -8,21 +8,19 @@ from __future__ import annotations
 
 import math
 import re
-import tempfile
-from pathlib import Path
 
 import pytest
 
 import torch
 
-import golden as G
-from conftest import REPO, toc_docnames
+from support import golden as G
+from support.book import REPO, toc_docnames
 from minigpt.data import make_toy_example
-from bs4 import BeautifulSoup
-from pagekit import (
-    Page, articles, assert_figures, load, load_path, paragraphs, pasted_after, plain, prose_text, self_check,
-    soup, table_rows, tables, text_nodes,
+from support.pagekit import (
+    Page, articles, assert_figures, fragment, load, load_path, paragraphs, pasted_after, plain, prose_text,
+    self_check, soup, table_rows, tables, text_nodes,
 )
+from support.pagekit import section as pagekit_section
 
 pytestmark = pytest.mark.book
 
@@ -30,31 +28,9 @@ pytestmark = pytest.mark.book
 # ---------------------------------------------------------------- 分节读取
 
 
-def _page_from_html(html: str, path) -> Page:
-    """把一段正文 HTML 读成 Page（经 pagekit.load_path，和整页用同一个读法）。"""
-    with tempfile.TemporaryDirectory() as tmp:
-        part = Path(tmp) / path.name
-        part.write_text(f"<html><body><article>{html}</article></body></html>", encoding="utf-8")
-        page = load_path(part)
-    page.path = path
-    return page
-
-
 def section(built_book, name: str, heading: str) -> Page:
-    """页面里标题文字以 heading 结尾（不计编号）的那一节（含其子节），读成 Page。"""
-    path = built_book.html / "book" / f"{name}.html"
-    for sec in soup(path).find_all("section"):
-        h = sec.find(re.compile(r"^h[1-6]$"))
-        if h is None or h.find_parent("section") is not sec:
-            continue
-        title = "".join(str(t) for t in text_nodes(h)
-                        if not t.find_parent(class_=["section-number", "headerlink"])).strip()
-        if title.endswith(heading):
-            raw = str(sec)
-            page = _page_from_html(raw, path)
-            page.html = raw
-            return page
-    raise AssertionError(f"{name}.html 里没有标题为“{heading}”的一节")
+    """页面里标题文字以 heading 结尾（不计编号）的那一节（含其子节），读成 Page（pagekit.section）。"""
+    return pagekit_section(built_book.html / "book" / f"{name}.html", heading)
 
 
 def assert_self_check(built_book, name: str):
@@ -118,7 +94,7 @@ def test_intro_title_and_links_to_every_section_it_promises(built_book):
                 "s5_ffn", "s6_block"):
         assert any(h.split("#")[0] == f"{doc}.html" for h in route.hrefs), f"路线里没有链接到 {doc}"
     place = section(built_book, "intro", "本书在模型里的位置")
-    rows = table_rows(BeautifulSoup(place.html, "html.parser").find("table"))
+    rows = table_rows(fragment(place).find("table"))
     cells = {row[0]: " ".join(row[1:]) for row in rows if row}
     assert "Position Encoding" in cells["输入层"] and "logits" in cells["输出层"]
     assert "Transformer Block" in cells["核心层"]
@@ -365,7 +341,7 @@ def test_summary_follows_one_token_through_the_block(built_book):
     positions = [walk.text.index(term) for term in order]
     assert positions == sorted(positions), "小结里一个 token 的路程顺序不对"
     # 每一步只提到已经读过的步骤：第 k 步里不会出现“第 j 步”（j > k）
-    items = BeautifulSoup(walk.html, "html.parser").select("ol > li")
+    items = fragment(walk).select("ol > li")
     assert len(items) == 7, len(items)
     for k, li in enumerate(items, start=1):
         later = [int(j) for j in re.findall(r"第 (\d) 步", li.get_text()) if int(j) > k]

@@ -23,7 +23,7 @@ from minigpt.layers import (
     TransformerBlock,
     feedforward_num_params,
 )
-from pagekit import assert_figures, find_table_row, load, paragraphs, prose_text, self_check, soup
+from support.pagekit import assert_figures, find_table_row, load, paragraphs, prose_text, self_check, soup
 
 pytestmark = pytest.mark.book
 

@@ -1,17 +1,14 @@
 """PDF 版（XeLaTeX）的检查：中文字体不缺字、每一页都在、执行出的数字与图都在、代码不出版心、
 链接与书签可用、中文的“目录 / 第 N 章 / 图 N”，以及网站上的下载副本。
 
-PDF 由 tools/build_book.py --builder pdflatex 构建一次（fixture built_pdf），输出到仓库的 _build：
-它紧接在 conftest 的 built_book（HTML，全新 Sphinx 环境）之后，共用 _build/.doctrees 和执行缓存，
-页面不再执行第二遍；HTML 构建刚从全新环境读过并检查过所有页面，所以这里不必再 --fresh。
-LaTeX 写出器每次都重写整本书，写出阶段的警告（交叉引用等）照样会让构建失败。
+PDF 由 tools/build_book.py --builder pdflatex 构建一次（conftest 的 built_pdf，英文版是 built_pdf_en），
+输出到仓库的 _build：它紧接在 HTML 的构建之后，共用 _build/.doctrees 和执行缓存，页面不再执行第二遍。
 
 开发时可设 BOOK_PREBUILT=<--out 目录>（conftest），改用那里已有的 HTML 与 PDF 构建。
 """
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import unicodedata
@@ -21,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-import golden as G
-from conftest import REPO, BuildResult, build_book, run_build, shared_build, toc_docnames
-from pagekit import load_path
+from support import golden as G
+from support.book import REPO, build_book, run_build, toc_docnames
+from support.pagekit import load_path
 
 pytestmark = [pytest.mark.book, pytest.mark.pdf]  # 要构建整本书（HTML 与 PDF）
 
@@ -39,25 +36,6 @@ NUMBER = re.compile(r"-?\d+\.\d{3,}")
 
 
 # ---------------------------------------------------------------- 构建与读取
-
-@pytest.fixture(scope="session")
-def built_pdf(built_book, tmp_path_factory) -> BuildResult:
-    deps = subprocess.run(["bash", str(REPO / "tools" / "system_deps.sh"), "check", "pdf"],
-                          capture_output=True, text=True)
-    if deps.returncode != 0:
-        pytest.fail("构建 PDF 缺少系统软件包（.ci/run 会自动安装）：\n" + deps.stderr)
-    if os.environ.get("BOOK_PREBUILT"):
-        if not (built_book.root / "_build" / ".last-pdflatex-ok").exists():
-            pytest.fail(f"BOOK_PREBUILT={built_book.root} 下没有一次成功的 PDF 构建")
-        return built_book
-    result = shared_build(tmp_path_factory, "built_pdf", "--builder", "pdflatex")
-    if result.returncode != 0:
-        pytest.fail(f"PDF 构建失败（退出码 {result.returncode}）:\n{result.output[-8000:]}")
-    english = shared_build(tmp_path_factory, "built_pdf_en", "--builder", "pdflatex", "--lang", "en")
-    if english.returncode != 0:
-        pytest.fail(f"英文版 PDF 构建失败（退出码 {english.returncode}）:\n{english.output[-8000:]}")
-    return result
-
 
 @pytest.fixture(scope="session")
 def latex_dir(built_pdf) -> Path:
@@ -174,9 +152,10 @@ def _mtimes(folder: Path) -> dict[str, int]:
     return {p.relative_to(folder).as_posix(): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
 
 
-def test_a_second_make_html_with_nothing_changed_writes_nothing(built_pdf):
+def test_a_second_make_html_with_nothing_changed_writes_nothing(built_pdf, built_site, built_pdf_en):
     """make html 的两步（网站、PDF）在什么都没改时再跑一遍：不启动 Sphinx、不启动 XeLaTeX，
-    _build/html 下每个文件和 _build/latex/book.pdf 的修改时间都不变。"""
+    _build/html 下每个文件和 _build/latex/book.pdf 的修改时间都不变。
+    （英文版的网站与 PDF 也先构建好：它们写进 _build/html/en/，别让另一个工作进程的构建算到这里。）"""
     build_dir = built_pdf.root / "_build"
     out = [] if built_pdf.root == REPO else ["--out", str(built_pdf.root)]
     before = _mtimes(build_dir / "html"), (build_dir / "latex" / "book.pdf").stat().st_mtime_ns
@@ -303,8 +282,10 @@ def test_appendix_figures_carry_the_appendix_letter(built_pdf, pdf, tex):
 
 
 @pytest.mark.parametrize("edition", ["zh", "en"])
-def test_appendix_equations_carry_the_appendix_letter(built_pdf, edition):
+def test_appendix_equations_carry_the_appendix_letter(built_pdf, request, edition):
     """附录的公式在 PDF 里编号为 (A.1)、(A.2)……，与网站一致（不是接着全书的 (1)、(2)）。"""
+    if edition == "en":
+        request.getfixturevalue("built_pdf_en")  # 英文版的 PDF 只在要看它时才等它
     root = built_pdf.root / "_build" if edition == "zh" else built_pdf.root / "_build" / "en" / "_build"
     text = _pdftotext(root / "latex" / "book.pdf")
     appendices = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"][
@@ -484,9 +465,11 @@ def test_running_head_parser_reads_a_wrapped_log_line():
 
 
 @pytest.mark.parametrize("edition", ["zh", "en"])
-def test_running_heads_never_overprint_the_book_title(built_pdf, edition):
+def test_running_heads_never_overprint_the_book_title(built_pdf, request, edition):
     """页眉左边是章名（英文版取冒号前的短标题），右边是书名：每一页两者并排都放得下（中间至少 1.5em），
     book_pdf.sty 从没有因为放不下而去掉书名。宽度是 XeLaTeX 排页眉时量的（见 book_pdf.sty 的“页眉页脚”）。"""
+    if edition == "en":
+        request.getfixturevalue("built_pdf_en")  # 英文版的 PDF 只在要看它时才等它
     root = built_pdf.root / "_build" if edition == "zh" else built_pdf.root / "_build" / "en" / "_build"
     heads = running_heads((root / "latex" / "book.log").read_text(encoding="utf-8", errors="replace"))
     assert len(heads) > 40, f"日志里只有 {len(heads)} 个页眉记录：book_pdf.sty 的页眉改了？"

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-import pagekit
-from conftest import REPO, clean_env, toc_docnames
-from test_pdf import built_pdf  # noqa: F401  整本书 PDF 的那次构建（session 夹具）
+from support import pagekit
+from support.book import REPO, toc_docnames
+from support.processes import clean_env
 
 sys.path.insert(0, str(REPO / "tools"))
 sys.path.insert(0, str(REPO / "book" / "_ext"))
@@ -57,7 +57,7 @@ def test_distribution_is_minigpt_book_and_the_version_is_written_once():
     assert holders == ["src/minigpt/__init__.py"], holders
 
 
-def test_site_footer_and_pdf_title_page_print_the_version(built_book, built_pdf):  # noqa: F811
+def test_site_footer_and_pdf_title_page_print_the_version(built_book, built_pdf):
     line = book_release.edition_line(VERSION)
     assert line == f"第 {VERSION.split('.')[0]} 版 · minigpt-book {VERSION}"
     footer_line = book_release.footer_line(VERSION)
@@ -127,7 +127,8 @@ def test_every_page_carries_opengraph_title_description_and_image(built_book):
 # ---------------------------------------------------------------- make dist
 
 @pytest.fixture(scope="module")
-def dist_dir(built_pdf, student_site, tmp_path_factory) -> Path:  # noqa: F811
+def dist_dir(built_pdf, built_pdf_en, student_site, tmp_path_factory) -> Path:
+    """make dist 的文件：两种语言的网站（及学生版）与 PDF 都要先构建好。"""
     out = tmp_path_factory.mktemp("dist") / "dist"
     dist.collect(built_pdf.root, out, student_site.root)
     return out

@@ -13,7 +13,8 @@ import urllib.request
 
 import pytest
 
-from conftest import FAILING_PAGES, REPO, ctrl_c_reaches_it, make_mini_book
+from support.book import FAILING_PAGES, REPO, make_mini_book
+from support.processes import ctrl_c_reaches_it
 
 pytestmark = [pytest.mark.book, pytest.mark.kernel]
 

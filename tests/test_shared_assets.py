@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from conftest import build_book
+from support.book import build_book
 
 
 def make_site(root, files: dict[str, str]) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, build_book, toc_docnames
-from pagekit import allowed_latin_words, english_words, interface_strings, load, load_path, resources
+from support.book import REPO, build_book, toc_docnames
+from support.pagekit import allowed_latin_words, english_words, interface_strings, load, load_path, resources
 
 pytestmark = pytest.mark.book
 
@@ -37,8 +37,9 @@ def is_remote(url: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def html(built_book) -> Path:
-    return built_book.html
+def html(built_site) -> Path:
+    """整个网站（两种语言）。"""
+    return built_site.html
 
 
 def site_pages(html: Path, *, english: bool = False) -> list[Path]:

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from conftest import REPO
+from support.book import REPO
 
 SEARCH_DICT = REPO / "book" / "search_dict.txt"
 
@@ -152,7 +152,7 @@ def test_pdf_file_name_has_one_source():
                if p.is_file() and p.suffix in (".py", ".md", ".js", ".html", ".sty", ".yml", ".ipynb")
                and name in p.read_text(encoding="utf-8", errors="replace")]
     assert not spelled, f"这些文件里另写了一遍 {name}：{spelled}"
-    from conftest import build_book
+    from support.book import build_book
 
     assert build_book.pdf_on_site(REPO) == name
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, toc_docnames
-from pagekit import soup
+from support.book import REPO, toc_docnames
+from support.pagekit import soup
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 import book_solutions  # noqa: E402
@@ -76,11 +76,11 @@ def test_the_student_site_has_no_solution_text_anywhere_and_the_full_site_has_it
 
 
 @pytest.mark.book
-def test_the_english_student_site_has_no_solution_text_anywhere_and_the_english_site_has_it(built_book,
+def test_the_english_student_site_has_no_solution_text_anywhere_and_the_english_site_has_it(built_site,
                                                                                            student_site):
-    lines = solution_lines(built_book.root / "_build" / "en")
+    lines = solution_lines(built_site.root / "_build" / "en")
     assert len(lines) >= 5, lines
-    full = found(built_book.html / "en", lines)
+    full = found(built_site.html / "en", lines)
     assert "book/homework.html" in full and set().union(*full.values()) == lines, "英文网站里应当有每一行参考答案"
     english = student_site.html / "en"
     assert (english / "book" / "homework.html").is_file() and (english / "minigpt-homework.zip").is_file()

@@ -1,4 +1,4 @@
-"""原文第 1–2 节与附录里打印出的每一个数（都在 tests/golden.py 里），按它打印的精度复现。
+"""原文第 1–2 节与附录里打印出的每一个数（都在 tests/support/golden.py 里），按它打印的精度复现。
 
 比较方式：
 - 按固定小数位 / 科学计数法 / 百分比打印的数（如 1.9269、0.116176、1.714e-19、42.973%），
@@ -22,7 +22,7 @@ from minigpt.experiments import (
     attention_input_gradients, first_half_share, rnn_input_gradients, rnn_length_sweep,
 )
 
-import golden as G
+from support import golden as G
 
 
 def fmt(t, spec):

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from conftest import MYST_NOTEBOOK_HEADER, make_mini_book, run_build
+from support.book import MYST_NOTEBOOK_HEADER, make_mini_book, run_build
 
 pytestmark = [pytest.mark.book, pytest.mark.kernel,  # 构建小书：每页启动一个内核，共用一个建好的字体缓存
               pytest.mark.usefixtures("shared_font_cache")]

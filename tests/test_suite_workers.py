@@ -10,18 +10,17 @@ import subprocess
 import sys
 import pytest
 
-from conftest import LONGEST_FIRST, REPO, SHARED_GROUPS
+from support.book import REPO
+from support.scheduler import LONGEST_FIRST, SHARED_GROUPS
 
 pytestmark = pytest.mark.slow  # 起一次带两个工作进程的 pytest
 
 SHARING_CONFTEST = f'''
-import importlib.util, json, os, sys
+import json, os, sys
 import pytest
 
-spec = importlib.util.spec_from_file_location("book_conftest", {str(REPO / "tests" / "conftest.py")!r})
-book_conftest = importlib.util.module_from_spec(spec)
-sys.modules["book_conftest"] = book_conftest  # dataclass 要在 sys.modules 里找到它所在的模块
-spec.loader.exec_module(book_conftest)
+sys.path.insert(0, {str(REPO / "tests")!r})  # 本书测试的 support 包
+from support.scheduler import once_per_run
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +29,7 @@ def shared(tmp_path_factory):
         with open(os.environ["MAKE_LOG"], "a") as log:
             log.write(os.environ["PYTEST_XDIST_WORKER"] + "\\n")
         return {{"made_by": os.environ["PYTEST_XDIST_WORKER"], "pid": os.getpid()}}
-    return book_conftest.once_per_run(tmp_path_factory, "shared", make)
+    return once_per_run(tmp_path_factory, "shared", make)
 '''
 
 SHARING_TEST = '''
@@ -63,6 +62,7 @@ def test_two_workers_make_a_shared_build_once_and_both_get_its_result(tmp_path):
 
 GROUPING_CONFTEST = f"""
 import importlib.util, sys
+sys.path.insert(0, {str(REPO / "tests")!r})  # 本书的 conftest 从 support 包 import
 spec = importlib.util.spec_from_file_location("book_conftest", {str(REPO / "tests" / "conftest.py")!r})
 book_conftest = importlib.util.module_from_spec(spec)
 sys.modules["book_conftest"] = book_conftest

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
-from pagekit import soup
+from support.book import REPO
+from support.pagekit import soup
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 sys.path.insert(0, str(REPO / "tools"))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import REPO
+from support.book import REPO
 
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
 BIN = Path(sys.executable).parent

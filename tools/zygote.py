@@ -22,6 +22,18 @@ Python 的 forkserver 相同：
 
 母体的协议：标准输入每行一个 JSON 请求 {"argv", "env", "cwd"}，标准输出每行回一个 {"pid"}；标准输入关闭时
 结束它的所有内核并退出。内核由母体收割（SIGCHLD 设为忽略，不留僵尸）。
+
+同一个母体还有一种用法，给测试用（tests/support/forkrun.py 的 ForkRunner）：`python tools/zygote.py --scripts torch numpy`
+预先 import 命令行上的模块，然后每个请求 fork 一个子进程“用全新的 Python 运行一个程序”（抄下来的页面程序、
+练习的起始代码），等它结束、回报退出码（serve_scripts）。子进程看到的和 `python 程序.py` 一样：
+- `__name__ == "__main__"`、`sys.argv == [程序]`、`sys.path[0]` 是程序所在的目录、工作目录和环境变量是请求给的；
+- 标准输出、标准错误各写进一个文件（文件描述符 1、2 本身被换掉，C 代码写的也在里面），标准输入是 /dev/null；
+- 没接住的异常照常打印回溯、退出码 1；`sys.exit(n)` 的退出码照常；atexit 注册的函数照常运行；
+- 母体 import 时发出的警告（全新的进程 import 时也会打印到标准错误）算在每个程序的标准错误里，
+  不会因为母体已经 import 过而被吞掉。
+用户命名空间是空的：程序没写 `import torch` 就用不了 torch。这种用法的协议：标准输入每行一个 JSON 请求
+{"script", "cwd", "env", "stdout", "stderr"}，母体先回 {"ready"}，每个请求先回 {"pid"}，程序结束后回 {"returncode"}
+（被信号结束时是负的信号编号，同 subprocess）。标准输入关闭时退出。
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 # 母体预先 import 的模块：每个内核都要的那几个；页面用到 torch 时再加上它（preload_for）
@@ -44,6 +57,7 @@ MATPLOTLIB = ("matplotlib", "matplotlib.figure", "matplotlib.font_manager", "mat
               "matplotlib.backends.backend_svg", "matplotlib.backends.backend_pdf")
 USES_MATPLOTLIB = re.compile(r"\b(matplotlib|minigpt)\b")
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"  # ipykernel 在 MPLBACKEND 没有设时设的值
+SCRIPTS = "--scripts"  # 命令行的第一个参数是它时：测试的分叉运行器（serve_scripts）
 
 
 def preload_for(code: list[str]) -> list[str]:
@@ -69,6 +83,13 @@ def _import_matplotlib(env: dict[str, str]) -> None:
         importlib.import_module(name)
 
 
+def _enter(request: dict) -> None:
+    """（fork 出的子进程里）换到请求给的工作目录和环境变量（整个替换，不留母体的）。"""
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+
+
 def _kernel_child(request: dict) -> None:
     """（fork 出的子进程里）变成这一页的内核；永不返回。"""
     code = 1
@@ -79,9 +100,7 @@ def _kernel_child(request: dict) -> None:
         os.dup2(devnull, 0)
         os.close(devnull)
         os.dup2(2, 1)  # 标准输出是母体回话用的管道：内核的标准输出改为母体的 stderr
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
+        _enter(request)
         import importlib.util
 
         # 与 `python -m ipykernel_launcher …` 一样：argv[0] 是 ipykernel_launcher.py 的完整路径
@@ -237,5 +256,74 @@ def kernel_manager_class():
     return ZygoteKernelManager
 
 
+# ---------------------------------------------------------------- 程序模式（测试的分叉运行器）
+
+def _script_child(request: dict, import_warnings: str) -> None:
+    """（fork 出的子进程里）像 `python 程序.py` 一样运行一个程序，然后以它的退出码结束；永不返回。"""
+    import atexit
+    import runpy
+    import traceback
+
+    code = 1
+    try:
+        _enter(request)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        for fd, key in ((1, "stdout"), (2, "stderr")):
+            target = os.open(request[key], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(target, fd)
+            os.close(target)
+        sys.stdin = open(0, encoding="utf-8", closefd=False)
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        sys.stderr.write(import_warnings)
+        script = os.path.abspath(request["script"])
+        sys.argv = [request["script"]]
+        sys.path[0] = os.path.dirname(script)
+        try:
+            runpy.run_path(script, run_name="__main__")
+            code = 0
+        except SystemExit as exc:
+            if exc.code is None:
+                code = 0
+            elif isinstance(exc.code, int):
+                code = exc.code
+            else:
+                print(exc.code, file=sys.stderr)
+                code = 1
+        except BaseException:  # noqa: BLE001  和解释器一样：打印回溯，退出码 1
+            traceback.print_exc()
+            code = 1
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(code)
+
+
+def serve_scripts(modules: list[str]) -> int:
+    """程序模式的母体：import modules（记下 import 时的警告），然后一个请求一个程序，依次运行。
+    sys.path[0] 留着（是本脚本所在的目录）：子进程把它换成程序所在的目录，同 `python 程序.py`。"""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for name in modules:
+            __import__(name)
+    import_warnings = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line)
+                              for w in caught)
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _script_child(request, import_warnings)
+        print(json.dumps({"pid": pid}), flush=True)
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}), flush=True)
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(serve())
+    sys.exit(serve_scripts(sys.argv[2:]) if sys.argv[1:2] == [SCRIPTS] else serve())

@@ -63,8 +63,8 @@ def path_length() -> experiments.FirstPositionVsLength:
 
 
 def trained_heads() -> tuple[list[str], list[torch.Tensor], int, int]:
-    """第 7 节：种子 0 训练的两层模型在示例序列（数据种子 0）上的权重（见 tests/heads_cases.py）。"""
-    import heads_cases
+    """第 7 节：种子 0 训练的两层模型在示例序列（数据种子 0）上的权重（见 tests/support/heads_cases.py）。"""
+    from support import heads_cases
 
     return heads_cases.example_weights()
 

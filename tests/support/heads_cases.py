@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 # 构建本书时存下的训练结果（按代码摘要命名，代码一变就不再读到）：有就读，没有就训练，结果逐位相同
-os.environ.setdefault("MINIGPT_TRAINED", str(Path(__file__).resolve().parents[1] / "_build" / ".trained"))
+os.environ.setdefault("MINIGPT_TRAINED", str(Path(__file__).resolve().parents[2] / "_build" / ".trained"))
 
 from minigpt import heads as H  # noqa: E402
 from minigpt import seeds as S  # noqa: E402

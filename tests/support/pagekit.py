@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import re
+import tempfile
 from dataclasses import dataclass, field
 from html import unescape
 from html.parser import HTMLParser
@@ -28,6 +29,7 @@ class Page:
     chunks: list[str] = field(default_factory=list)  # <article> 里的文字节点，按出现顺序
     outputs: list[str] = field(default_factory=list)  # 代码单元输出（div.cell_output）和 glue 进正文的文字节点
     solutions: dict[str, list[str]] = field(default_factory=dict)  # 解答（div.solution）的 id → 其中每个 <pre> 的文字
+    html: str = ""  # 只读了一节（section）时，那一节的 HTML（fragment 读它）
 
 
 class ArticleParser(HTMLParser):
@@ -261,6 +263,38 @@ def interface_strings(path: Path) -> list[str]:
     return parser.strings
 
 
+class _ShownParser(HTMLParser):
+    """整页（不只是正文）读者看得见的文字：文字节点（不含脚本、样式），以及 alt、title、aria-label、
+    data-bs-title、placeholder 这些会显示出来或被读出来的属性。"""
+
+    SHOWN_ATTRIBUTES = ("alt", "title", "aria-label", "data-bs-title", "placeholder")
+
+    def __init__(self):
+        super().__init__()
+        self.parts: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "style"):
+            self._skip += 1
+        self.parts += [value for name, value in attrs if name in self.SHOWN_ATTRIBUTES and value]
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style"):
+            self._skip -= 1
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.parts.append(data)
+
+
+def shown_strings(path: Path) -> list[str]:
+    """一页上读者看得见的全部文字（见 _ShownParser），按出现顺序。"""
+    parser = _ShownParser()
+    parser.feed(Path(path).read_text(encoding="utf-8"))
+    return parser.parts
+
+
 def allowed_latin_words(repo: Path, docnames: list[str], title: str) -> set[str]:
     """界面上允许出现的拉丁字母词：书名与作者（title 传二者）、各页标题与小节标题里的词（目录、页首、上一页/下一页会显示它们），
     以及几个不是英文句子的记号：文件类型（.md、.ipynb）、PDF、快捷键 Ctrl+K、JavaScript（浏览器功能名）、
@@ -449,3 +483,42 @@ def visible_text(path: Path) -> str:
             mathml.decompose()
         parts.append(article.get_text())
     return "\n".join(parts)
+
+
+def section(path: Path, heading: str) -> Page:
+    """页面里标题文字以 heading 结尾（不计编号）的那一节（含其子节），读成 Page（与整页同一个读法，
+    page.path 仍是整页的文件）；那一节的 HTML 在 page.html 里（fragment 把它读成 BeautifulSoup）。"""
+    path = Path(path)
+    for sec in soup(path).find_all("section"):
+        h = sec.find(re.compile(r"^h[1-6]$"))
+        if h is None or h.find_parent("section") is not sec:
+            continue
+        title = "".join(str(t) for t in text_nodes(h)
+                        if not t.find_parent(class_=["section-number", "headerlink"])).strip()
+        if title.endswith(heading):
+            raw = str(sec)
+            with tempfile.TemporaryDirectory() as tmp:
+                part = Path(tmp) / path.name
+                part.write_text(f"<html><body><article>{raw}</article></body></html>", encoding="utf-8")
+                page = load_path(part)
+            page.path, page.html = path, raw
+            return page
+    raise AssertionError(f"{path.name} 里没有标题为“{heading}”的一节")
+
+
+def fragment(page: Page) -> BeautifulSoup:
+    """section 读出的那一节的 BeautifulSoup 对象。"""
+    assert page.html, f"{page.path.name}：fragment 只读 section 读出的一节"
+    return BeautifulSoup(page.html, "html.parser")
+
+
+def cell_outputs(html: str) -> list[list[str]]:
+    """渲染后的页面（HTML 文本）里，每个代码单元打印出的文字（stream 输出与表达式的值），按单元排列。"""
+    cells = []
+    for cell in BeautifulSoup(html, "html.parser").find_all("div", class_="cell"):
+        if "docutils" not in cell["class"]:
+            continue
+        outputs = cell.find_all("div", class_="output")
+        cells.append([pre.get_text() for out in outputs if {"stream", "text_plain"} & set(out["class"])
+                      for pre in out.find_all("pre")])
+    return cells
