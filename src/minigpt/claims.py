@@ -19,7 +19,7 @@ CHANCE = math.log(REPEAT_VOCAB)
 
 # 第 7 节 训练出来的头「换几个种子」
 CLAIMS: dict[str, Callable[[dict[str, float]], bool]] = {
-    # 第 1 层有前一个 token 头
+    # 第一层有前一个 token 头
     "prev_head": lambda f: f["prev"] > ROLE,
     "other_no_role": lambda f: f["prev_other"] < ROLE and f["ind1_other"] < ROLE,
     # 另一个头把大块权重给第一遍
@@ -54,7 +54,7 @@ CLAIMS: dict[str, Callable[[dict[str, float]], bool]] = {
         300 < min(f["step_prev"], f["step_ind"])
         <= max(f["step_prev"], f["step_ind"]) <= 400),
     # 相变之前（第 seeds.EARLY 步）：已比瞎猜好、没有头过门槛、
-    # 第 2 层把一半以上的权重给第一遍 A
+    # 第二层把一半以上的权重给第一遍 A
     "first_stage": lambda f: (f["copy_early"] < CHANCE - NEAR_CHANCE
                               and f["ind_early_max"] < ROLE
                               and f["first_pass_early"] > 0.5),
@@ -63,7 +63,7 @@ CLAIMS: dict[str, Callable[[dict[str, float]], bool]] = {
     "prev_where_needed": lambda f: (f["prev_rows_min"] > 0.8
                                     and f["prev_late_max"] < ROLE),
     "grammar_learned": lambda f: f["grammar_d2_min"] >= 0.99,
-    "grammar_det_head": lambda f: f["grammar_det_head"] > 0,
+    "grammar_det_head": lambda f: not math.isnan(f["grammar_det_head"]),
 }
 
 
