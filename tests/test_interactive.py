@@ -192,8 +192,8 @@ def test_path_length_starts_at_the_longest_sequence(figures):
 def test_trained_head_explorer_starts_on_an_induction_head_in_the_copy(figures):
     tokens, weights, start, length = cases.trained_heads()
     last = len(tokens) - 1
-    assert readout("s7-trained-heads", figures) == cases.trained_head_lines(2, 1, last)
-    # 默认那一行（第 2 层头 1 的最后一个位置）最大的权重就落在“上次出现处的下一个位置”上
+    assert readout("s7-trained-heads", figures) == cases.trained_head_lines(1, 0, last)
+    # 默认那一行（层 1 头 0 的最后一个位置）最大的权重就落在“上次出现处的下一个位置”上
     assert int(weights[1][0, 0, last].argmax()) == last - length + 1
 
 
@@ -203,7 +203,7 @@ def test_trained_head_explorer_holds_every_row_of_every_head(figures):
     bars = figures["s7-trained-heads"].spec["vconcat"][0]["data"]["values"]
     assert len(bars) == len(weights) * weights[0].shape[1] * len(tokens) ** 2
     for b in bars[:: 97]:
-        expected = weights[b["layer"] - 1][0, b["head"] - 1, b["pos"], b["key"]].item()
+        expected = weights[b["layer"]][0, b["head"], b["pos"], b["key"]].item()
         assert b["weight"] == pytest.approx(expected, abs=5e-5)
 
 
@@ -219,7 +219,7 @@ def test_bad_input_gets_a_chinese_error():
         interactive.saturation_explorer(fig, "x", d_k_values=(4, 16), start=64)
     with pytest.raises(ValueError, match="weights_per_head 应该是"):
         interactive.head_selector(t.weights, t.labels, fig, "x")
-    with pytest.raises(ValueError, match="weights 的第 1 项应该是"):
+    with pytest.raises(ValueError, match=r"weights\[0\] 应该是"):
         interactive.trained_head_explorer([t.weights], t.labels, fig, "x")
-    with pytest.raises(ValueError, match="layer 应在 1..1"):
-        interactive.trained_head_explorer([t.weights[None]], t.labels, fig, "x", layer=2)
+    with pytest.raises(ValueError, match="layer 应在 0..0"):
+        interactive.trained_head_explorer([t.weights[None]], t.labels, fig, "x", layer=1)

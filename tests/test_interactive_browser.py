@@ -381,30 +381,30 @@ def test_trained_head_explorer_by_keyboard_and_mouse(tab, site, screenshots):
     fig = Figure(tab, site, "s7-trained-heads")
     try:
         page, root = fig.page, fig.root
-        assert fig.readout() == cases.trained_head_lines(2, 1, last), "默认：第 2 层头 1 的最后一个位置"
+        assert fig.readout() == cases.trained_head_lines(1, 0, last), "默认：层 1 头 0 的最后一个位置"
         # 键盘：层、头是两组单选按钮，位置是滑块
-        root.locator('input[type="radio"][name="layer"][value="2"]').focus()
+        root.locator('input[type="radio"][name="layer"][value="1"]').focus()
         page.keyboard.press("ArrowLeft")
-        assert fig.wait_readout(cases.trained_head_lines(1, 1, last)) == cases.trained_head_lines(1, 1, last)
-        root.locator('input[type="radio"][name="head"][value="1"]').focus()
+        assert fig.wait_readout(cases.trained_head_lines(0, 0, last)) == cases.trained_head_lines(0, 0, last)
+        root.locator('input[type="radio"][name="head"][value="0"]').focus()
         page.keyboard.press("ArrowRight")
-        assert fig.wait_readout(cases.trained_head_lines(1, 2, last)) == cases.trained_head_lines(1, 2, last)
-        assert root.locator('input[type="radio"][name="head"][value="2"]').is_checked()
+        assert fig.wait_readout(cases.trained_head_lines(0, 1, last)) == cases.trained_head_lines(0, 1, last)
+        assert root.locator('input[type="radio"][name="head"][value="1"]').is_checked()
         slider = root.locator('input[type="range"][name="pos"]')
         slider.focus()
         page.keyboard.press("Home")
-        assert fig.wait_readout(cases.trained_head_lines(1, 2, 0)) == cases.trained_head_lines(1, 2, 0)
+        assert fig.wait_readout(cases.trained_head_lines(0, 1, 0)) == cases.trained_head_lines(0, 1, 0)
         for pos in range(1, 4):
             page.keyboard.press("ArrowRight")
-            assert fig.wait_readout(cases.trained_head_lines(1, 2, pos)) == cases.trained_head_lines(1, 2, pos)
+            assert fig.wait_readout(cases.trained_head_lines(0, 1, pos)) == cases.trained_head_lines(0, 1, pos)
             assert slider.get_attribute("aria-valuetext") == f"{pos}（{tokens[pos]}）"
-        fig.shot(screenshots, "-layer1")
-        # 鼠标：点“第 2 层”，再点滑块的最右端
-        root.get_by_text("第 2 层", exact=True).click()
-        assert fig.wait_readout(cases.trained_head_lines(2, 2, 3)) == cases.trained_head_lines(2, 2, 3)
+        fig.shot(screenshots, "-layer0")
+        # 鼠标：点“层 1”，再点滑块的最右端
+        root.get_by_text("层 1", exact=True).click()
+        assert fig.wait_readout(cases.trained_head_lines(1, 1, 3)) == cases.trained_head_lines(1, 1, 3)
         box = slider.bounding_box()
         page.mouse.click(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
-        assert fig.wait_readout(cases.trained_head_lines(2, 2, last)) == cases.trained_head_lines(2, 2, last)
+        assert fig.wait_readout(cases.trained_head_lines(1, 1, last)) == cases.trained_head_lines(1, 1, last)
         groups = root.locator(".vega-bind-radio")
         assert [groups.nth(i).get_attribute("aria-label") for i in range(groups.count())] == [
             "选择层", "选择头"]

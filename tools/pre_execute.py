@@ -76,11 +76,11 @@ class PageTiming:
 
 @dataclass(frozen=True)
 class Task:
-    """页面之前要做的一件事：调用 call（“模块.函数”）并传入 args；before 是要等它的页面。"""
+    """页面之前要做的一件事：调用 call（“模块.函数”）并传入 args；before 是要等它的页面（一个或几个）。"""
 
     call: str
     args: tuple
-    before: Path
+    before: tuple[Path, ...]
 
     @property
     def name(self) -> str:
@@ -88,9 +88,13 @@ class Task:
 
 
 def read_tasks(config: dict, root: Path) -> list[Task]:
-    """_config.yml 的 pre_tasks：{页面: [[模块.函数, 参数...], ...]}。"""
-    return [Task(str(item[0]), tuple(item[1:]), (root / page).resolve())
-            for page, items in (config.get("pre_tasks") or {}).items() for item in items]
+    """_config.yml 的 pre_tasks：{页面: [[模块.函数, 参数...], ...]}。几页列出同一个任务时，它只做一次，
+    这几页都等它（第 7 节和教师指南都读种子 0–5 的训练结果）；先后按第一次列出的位置。"""
+    pages: dict[tuple, list[Path]] = {}
+    for page, items in (config.get("pre_tasks") or {}).items():
+        for item in items:
+            pages.setdefault((str(item[0]), tuple(item[1:])), []).append((root / page).resolve())
+    return [Task(call, args, tuple(before)) for (call, args), before in pages.items()]
 
 
 def run_call(call: str, args: list) -> None:
@@ -162,7 +166,7 @@ class Pool:
 
         def ready(item: Path | Task) -> bool:
             pending = queue + [w.page for w in self.workers]
-            return isinstance(item, Task) or not any(isinstance(t, Task) and t.before == item for t in pending)
+            return isinstance(item, Task) or not any(isinstance(t, Task) and item in t.before for t in pending)
 
         def dispatch(worker: _Worker) -> None:
             item = next((i for i in queue if ready(i)), None)
@@ -254,7 +258,7 @@ def pre_execute(pages: list[Path], cache_dir: Path, timeout: int, env: dict[str,
     if len(todo) < 2 or workers < 2:  # 只有一页要跑、或只有一个 CPU 时并行没有好处，交给 Sphinx
         return []
     todo.sort(key=lambda p: estimate_seconds(p, history, hints), reverse=True)
-    before = [t for t in tasks if t.before in todo]
+    before = [t for t in tasks if any(page in todo for page in t.before)]
     workers = min(workers, len(todo) + len(before))
     extra = f"，另有 {len(before)} 个任务排在要它们的页面之前" if before else ""
     print(f"[build_book] 并行预执行 {len(todo)} 页（{workers} 个进程，最长的先跑{extra}）…", flush=True)

@@ -18,7 +18,7 @@
     step: "训练步数（方向键移动）",
     stepText: "第 {0} 步",
     stepFinal: "第 {0} 步（训练结束）",
-    head: "第 {0} 层 · 头 {1}",
+    head: "层 {0} · 头 {1}",
     headReadout: "最大的权重 {0} 在位置 {1}（token {2}）",
     prevNote: "；前一个位置 {0}：{1}",
     inductionNote: "；当前 token 早先出现处的下一个位置 {0}",
@@ -217,7 +217,7 @@
     for (let l = 0; l < model.n_layers; l++) {
       for (let h = 0; h < model.num_heads; h++) {
         const box = el("section", {class: "live-model-head", "aria-labelledby": `${uid}-h${l}${h}`});
-        const title = el("p", {id: `${uid}-h${l}${h}`, class: "live-model-head-title"}, fmt(T.head, l + 1, h + 1));
+        const title = el("p", {id: `${uid}-h${l}${h}`, class: "live-model-head-title"}, fmt(T.head, l, h));
         const bars = el("div", {class: "live-model-bars", "aria-hidden": "true"});
         const readout = el("p", {class: "live-model-readout"});
         box.append(title, bars, readout);

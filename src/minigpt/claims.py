@@ -14,37 +14,49 @@ from collections.abc import Callable
 from .tasks import REPEAT_VOCAB
 from .seeds import ROLE, SNAPSHOT_EVERY
 
-NEAR_CHANCE = 0.15   # “和瞎猜差不多”：与 ln 16 相差不到它
 CHANCE = math.log(REPEAT_VOCAB)
+# 结论里的门槛：正文把它们 glue 进去，测试也从这里取，一个数只写一次
+NEAR_CHANCE = 0.15   # “和瞎猜差不多”：与 ln 16 相差不到它
+COPY_LOW = 1.0       # 能抄的位置学会了：损失低于它
+FIRST_PASS = 0.4     # 第一层的另一个头把大块权重给第一遍 A
+CHEAP = 0.1          # 换掉第一层的另一个头，能抄处的损失升不到它
+PARTNER_GAP = 0.3    # 换掉前一个 token 头后仍比瞎猜低这么多……
+PARTNER_PREV = 0.4   # ……的种子，另一个头的前一个 token 分数也在它以上
+EACH_NEEDED = 0.5    # 换掉第二层任何一个头，能抄处的损失至少升高这么多
+REDIRECT_BEFORE = 0.15   # 改道之前，模型给 token[j] 的概率低于它
+PREV_ROWS = 0.8      # 前一个 token 头在归纳头要找的各行（第 5–19 行）都在它以上
+GRAMMAR_LEARNED = 0.99   # 玩具语法：D₂ 猜对的概率都不低于它
 
 # 第 7 节 训练出来的头「换几个种子」
 CLAIMS: dict[str, Callable[[dict[str, float]], bool]] = {
-    # 第 1 层有前一个 token 头
+    # 第一层有前一个 token 头
     "prev_head": lambda f: f["prev"] > ROLE,
     "other_no_role": lambda f: f["prev_other"] < ROLE and f["ind1_other"] < ROLE,
+    # 另一个头的前一个 token 分数也过了门槛（练习 1 的提示）
+    "other_prev_passes": lambda f: f["prev_other"] > ROLE,
     # 另一个头把大块权重给第一遍
-    "other_first_pass": lambda f: f["first_pass_other"] > 0.4,
-    # 换掉它，能抄处的损失升不到 0.1
-    "other_cheap": lambda f: f["cut_other"] < 0.1,
+    "other_first_pass": lambda f: f["first_pass_other"] > FIRST_PASS,
+    # 换掉它，能抄处的损失升不到 CHEAP
+    "other_cheap": lambda f: f["cut_other"] < CHEAP,
     "l1_no_induction": lambda f: f["ind1_max"] < ROLE,
     "l2_induction": lambda f: f["ind2_min"] > ROLE and f["prev2_max"] < ROLE,
-    "copy_low": lambda f: f["copy"] < 1.0,
+    "copy_low": lambda f: f["copy"] < COPY_LOW,
     # 其余位置：略高于瞎猜（误用归纳）
     "other_above_chance": lambda f: f["other"] > CHANCE,
     "cut_prev_chance": lambda f: abs(f["cut_prev"] - CHANCE) < NEAR_CHANCE,
     "cut_prev_above": lambda f: f["cut_prev"] > CHANCE + NEAR_CHANCE,
-    # 换掉前一个 token 头后损失仍比瞎猜低 0.3 以上，
-    # 恰好是另一个头的前一个 token 分数也在 0.4 以上的种子
-    "cut_prev_partner": lambda f: ((f["cut_prev"] < CHANCE - 0.3)
-                                   == (f["prev_other"] > 0.4)),
+    # 换掉前一个 token 头后损失仍比瞎猜低 PARTNER_GAP 以上，
+    # 恰好是另一个头的前一个 token 分数也在 PARTNER_PREV 以上的种子
+    "cut_prev_partner": lambda f: ((f["cut_prev"] < CHANCE - PARTNER_GAP)
+                                   == (f["prev_other"] > PARTNER_PREV)),
     "cut_prev_no_induction": lambda f: f["cut_prev_ind"] < ROLE,
-    "l2_each_needed": lambda f: f["cut_l2_min"] > f["copy"] + 0.5,
+    "l2_each_needed": lambda f: f["cut_l2_min"] > f["copy"] + EACH_NEEDED,
     "l2_both_mean_chance": lambda f: abs(f["cut_l2_both"] - CHANCE) < NEAR_CHANCE,
     "l2_both_zero_above": lambda f: f["cut_l2_both_zero"] > CHANCE,
     "keys_carry_it": lambda f: f["swap_k"] < ROLE < f["swap_q"],
     # 上下文里出现过的 token 被多押
     "context_bias": lambda f: f["redirect_before"] > 1 / REPEAT_VOCAB,
-    "redirect_copies": lambda f: (f["redirect_before"] < 0.15
+    "redirect_copies": lambda f: (f["redirect_before"] < REDIRECT_BEFORE
                                   and f["redirect_after"] > ROLE),
     "same_window": lambda f: abs(f["step_prev"] - f["step_ind"]) <= SNAPSHOT_EVERY,
     "at_steepest_drop": lambda f: (
@@ -54,16 +66,16 @@ CLAIMS: dict[str, Callable[[dict[str, float]], bool]] = {
         300 < min(f["step_prev"], f["step_ind"])
         <= max(f["step_prev"], f["step_ind"]) <= 400),
     # 相变之前（第 seeds.EARLY 步）：已比瞎猜好、没有头过门槛、
-    # 第 2 层把一半以上的权重给第一遍 A
+    # 第二层把一半以上的权重给第一遍 A
     "first_stage": lambda f: (f["copy_early"] < CHANCE - NEAR_CHANCE
                               and f["ind_early_max"] < ROLE
                               and f["first_pass_early"] > 0.5),
     "first_in_pass_chance": lambda f: abs(f["pos_first"] - CHANCE) < NEAR_CHANCE,
-    "rest_in_pass_low": lambda f: f["pos_rest_max"] < 1.0,
-    "prev_where_needed": lambda f: (f["prev_rows_min"] > 0.8
+    "rest_in_pass_low": lambda f: f["pos_rest_max"] < COPY_LOW,
+    "prev_where_needed": lambda f: (f["prev_rows_min"] > PREV_ROWS
                                     and f["prev_late_max"] < ROLE),
-    "grammar_learned": lambda f: f["grammar_d2_min"] >= 0.99,
-    "grammar_det_head": lambda f: f["grammar_det_head"] > 0,
+    "grammar_learned": lambda f: f["grammar_d2_min"] >= GRAMMAR_LEARNED,
+    "grammar_det_head": lambda f: not math.isnan(f["grammar_det_head"]),
 }
 
 

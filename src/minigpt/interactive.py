@@ -540,7 +540,7 @@ KIND_INDUCTION = "上次出现处的下一个位置"
 def trained_head_explorer(weights, tokens, static: Figure, alt: str,
                           copy_start: int | None = None,
                           copy_length: int | None = None,
-                          layer: int = 2, head: int = 1, position: int | None = None,
+                          layer: int = 1, head: int = 0, position: int | None = None,
                           name: str = "s7-trained-heads") -> InteractiveFigure:
     """选层、选头、选一个位置，看训练好的模型在这个位置的一行注意力权重
     （见第 7 节 训练出来的头）。
@@ -550,7 +550,7 @@ def trained_head_explorer(weights, tokens, static: Figure, alt: str,
     tokens: 这条序列的 token（字符串）。
     copy_start、copy_length: 第二遍 A 的起点和 A 的长度（给出时，
     第二遍里的位置额外标出“上次出现处的下一个位置” t − L + 1）。
-    默认停在第 layer 层第 head 个头的最后一个位置。
+    默认停在层 layer 头 head 的最后一个位置（层、头都从 0 数，同张量下标）。
     """
     values = [_values(w) for w in weights]
     values = [v[0] if v.ndim == 4 and v.shape[0] == 1 else v for v in values]
@@ -558,13 +558,13 @@ def trained_head_explorer(weights, tokens, static: Figure, alt: str,
     seq = len(tokens)
     for l, v in enumerate(values):
         if v.ndim != 3:
-            raise ValueError(f"weights 的第 {l + 1} 项应该是 [heads, seq, seq]，"
+            raise ValueError(f"weights[{l}] 应该是 [heads, seq, seq]，"
                              f"收到的形状是 {list(v.shape)}")
-        _check_square(f"weights 的第 {l + 1} 项", v, tokens)
+        _check_square(f"weights[{l}]", v, tokens)
     layers, heads = len(values), values[0].shape[0]
     position = seq - 1 if position is None else range(seq)[position]
-    if not (1 <= layer <= layers and 1 <= head <= heads):
-        raise ValueError(f"layer 应在 1..{layers}、head 应在 1..{heads} 之间，"
+    if not (0 <= layer < layers and 0 <= head < heads):
+        raise ValueError(f"layer 应在 0..{layers - 1}、head 应在 0..{heads - 1} 之间，"
                          f"收到 layer = {layer}、head = {head}")
 
     def induction_target(t: int) -> int | None:
@@ -581,11 +581,11 @@ def trained_head_explorer(weights, tokens, static: Figure, alt: str,
                 for j in range(seq):
                     kind = (KIND_PREV if j == t - 1 else
                             KIND_INDUCTION if j == ind else KIND_OTHER)
-                    bars.append({"layer": l + 1, "head": h + 1, "pos": t, "key": j,
+                    bars.append({"layer": l, "head": h, "pos": t, "key": j,
                                  "weight": round(float(w[j]), 4), "kind": kind,
                                  "desc": f"位置 {j}（{tokens[j]}）：权重 {w[j]:.2f}"})
                 top = int(np.argmax(w))
-                text = (f"第 {l + 1} 层 · 头 {h + 1}，位置 {t}（{tokens[t]}）这一行："
+                text = (f"层 {l} · 头 {h}，位置 {t}（{tokens[t]}）这一行："
                         f"最大的权重 {w[top]:.2f} 在位置 {top}（{tokens[top]}）")
                 extra = []
                 if t >= 1:
@@ -594,7 +594,7 @@ def trained_head_explorer(weights, tokens, static: Figure, alt: str,
                     extra.append(f"上次出现处的下一个位置 {ind}：{w[ind]:.2f}")
                 if extra:
                     text += "\n" + "；".join(extra)
-                rows.append({"layer": l + 1, "head": h + 1, "pos": t, "text": text})
+                rows.append({"layer": l, "head": h, "pos": t, "text": text})
     shown = [f"{t}（{tokens[t]}）" for t in range(seq)]
     pos_param, valuetext = _step_bind("pos", "位置（拖动滑块或按方向键）", shown,
                                       position)
@@ -607,11 +607,11 @@ def trained_head_explorer(weights, tokens, static: Figure, alt: str,
         "config": _config(),
         "params": [
             {"name": "layer", "value": layer,
-             "bind": {"input": "radio", "options": list(range(1, layers + 1)),
-                      "labels": [f"第 {l} 层" for l in range(1, layers + 1)],
+             "bind": {"input": "radio", "options": list(range(layers)),
+                      "labels": [f"层 {l}" for l in range(layers)],
                       "name": "选择层："}},
             {"name": "head", "value": head,
-             "bind": {"input": "radio", "options": list(range(1, heads + 1)),
+             "bind": {"input": "radio", "options": list(range(heads)),
                       "labels": [f"头 {h}" for h in range(heads)],
                       "name": "选择头："}},
             pos_param,

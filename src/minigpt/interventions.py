@@ -1,6 +1,6 @@
 """改动一个训练好的模型，看什么坏了
 （见第 7 节 训练出来的头「第二层靠第一层」「抄，直接量」）：
-拿掉一个头（置零或换成平均）、把第 2 层的 Key 或 Query 换成另一个模型的、
+拿掉一个头（置零或换成平均）、把第二层的 Key 或 Query 换成另一个模型的、
 把注意力强行改道。原模型都不变。
 """
 
@@ -17,18 +17,18 @@ from .tinygpt import TinyGPT
 
 
 def _check_layer_head(model: TinyGPT, layer: int, head: int) -> None:
-    if not 1 <= layer <= len(model.blocks):
-        raise ValueError(f"layer 应在 1..{len(model.blocks)} 之间，收到 {layer}")
-    heads = model.blocks[layer - 1].attn.num_heads
-    if not 1 <= head <= heads:
-        raise ValueError(f"head 应在 1..{heads} 之间，收到 {head}")
+    if not 0 <= layer < len(model.blocks):
+        raise ValueError(f"layer 应在 0..{len(model.blocks) - 1} 之间，收到 {layer}")
+    heads = model.blocks[layer].attn.num_heads
+    if not 0 <= head < heads:
+        raise ValueError(f"head 应在 0..{heads - 1} 之间，收到 {head}")
 
 
 # 第 7 节 训练出来的头「第二层靠第一层」
 def without_head(model: TinyGPT, layer: int, head: int,
                  mean_over: RepeatBatch | None = None) -> TinyGPT:
-    """复制一份模型，把第 layer 层（从 1 数）第 head 个头（从 1 数）剪掉。
-    原模型不变。
+    """复制一份模型，把 `model.blocks[layer]` 的头 head 剪掉（层和头都从 0 数，
+    和张量的下标一样）。原模型不变。
 
     mean_over=None（置零）：W_O 里读这个头输出的那几列清零，
     这个头什么都不写进残差流。mean_over=一批数据（换成平均）：
@@ -36,23 +36,23 @@ def without_head(model: TinyGPT, layer: int, head: int,
     它每个位置都写同一个向量，不再随输入变化，残差流的大小却和训练时一样。
     """
     _check_layer_head(model, layer, head)
-    mha = model.blocks[layer - 1].attn
+    mha = model.blocks[layer].attn
     pruned = copy.deepcopy(model)
-    cols = slice((head - 1) * mha.d_k, head * mha.d_k)
+    cols = slice(head * mha.d_k, (head + 1) * mha.d_k)
     with torch.no_grad():
-        W_O = pruned.blocks[layer - 1].attn.W_O
+        W_O = pruned.blocks[layer].attn.W_O
         if mean_over is not None:
             W_O.bias += W_O.weight[:, cols] @ head_output(
-                model, layer, mean_over.ids[:, :-1])[:, head - 1].mean(dim=(0, 1))
+                model, layer, mean_over.ids[:, :-1])[:, head].mean(dim=(0, 1))
         W_O.weight[:, cols] = 0
     return pruned
 
 
 def head_output(model: TinyGPT, layer: int, ids: torch.Tensor) -> torch.Tensor:
-    """第 layer 层（从 1 数）每个头乘 W_O 之前的输出 [batch, heads, seq, d_k]
-    （见第 7 节「第二层靠第一层」）。"""
-    block = model.blocks[layer - 1]
-    x = model.block_inputs(ids)[layer - 1]                    # [batch, seq, d_model]
+    """`model.blocks[layer]`（从 0 数）每个头乘 W_O 之前的输出
+    [batch, heads, seq, d_k]（见第 7 节「第二层靠第一层」）。"""
+    block = model.blocks[layer]
+    x = model.block_inputs(ids)[layer]                        # [batch, seq, d_model]
     with torch.no_grad():
         v = block.attn.split_heads(block.attn.W_V(x))  # [batch, heads, seq, d_k]
         weights = block.attention_weights(x, model.mask[:ids.shape[1], :ids.shape[1]])
@@ -67,10 +67,10 @@ def _check_two_layers(*models: TinyGPT) -> None:
 # 第 7 节 训练出来的头「第二层靠第一层」
 def mixed_induction(model: TinyGPT, donor: TinyGPT, data: RepeatBatch,
                     keys_from_donor: bool) -> list[float]:
-    """第 2 层每个头的归纳分数，但 Key（keys_from_donor=True）或 Query（False）
-    改用 donor 的第 1 层输出算；另一半和 Value 仍用 model 自己的。
+    """第二层每个头的归纳分数，但 Key（keys_from_donor=True）或 Query（False）
+    改用 donor 的第一层输出算；另一半和 Value 仍用 model 自己的。
 
-    donor 通常是剪掉了第 1 层某个头的同一个模型：
+    donor 通常是剪掉了第一层某个头的同一个模型：
     看丢的信息是在 Key 里还是在 Query 里。
     """
     _check_two_layers(model, donor)
@@ -78,7 +78,7 @@ def mixed_induction(model: TinyGPT, donor: TinyGPT, data: RepeatBatch,
     seq = ids.shape[1]
     mask = model.mask[:seq, :seq]
     with torch.no_grad():
-        # 第 2 层读到的输入 [batch, seq, d_model]：自己的，和 donor 的
+        # 第二层读到的输入 [batch, seq, d_model]：自己的，和 donor 的
         own, other = model.block_inputs(ids)[1], donor.block_inputs(ids)[1]
         xq, xk = (own, other) if keys_from_donor else (other, own)
         attn = model.blocks[1].attn
@@ -110,6 +110,6 @@ def redirected_copy(model: TinyGPT, data: RepeatBatch,
     target = ids[torch.arange(batch), j]                       # token[j]
     with torch.no_grad():
         before = model(ids)[:, t].softmax(-1)
-        after = model(ids, masks={len(model.blocks): mask})[:, t].softmax(-1)
+        after = model(ids, masks={len(model.blocks) - 1: mask})[:, t].softmax(-1)
     rows = torch.arange(batch)
     return before[rows, target].mean().item(), after[rows, target].mean().item()

@@ -93,7 +93,7 @@ def live_payload(run: TrainedModel, steps: tuple[int, ...] = SNAPSHOT_STEPS) -> 
 # 第 7 节 训练出来的头「在浏览器里试一试」
 def snapshot_maps(models: dict[int, TinyGPT], ids: torch.Tensor) -> Figure:
     """静态图（PDF 与没有 JavaScript 的网页用）：每列一个快照，
-    每行一个头（第 1 层在上），画同一条序列上的注意力权重 [seq, seq]。
+    每行一个头（第一层在上），画同一条序列上的注意力权重 [seq, seq]。
     ids: [1, seq]。"""
     steps = list(models)
     # 每项：每层一个 [1, heads, seq, seq]
@@ -111,7 +111,7 @@ def snapshot_maps(models: dict[int, TinyGPT], ids: torch.Tensor) -> Figure:
                 if l * heads + h == 0:
                     ax.set_title(f"第 {s} 步", fontsize=10)
                 if c == 0:
-                    ax.set_ylabel(f"第 {l + 1} 层 头 {h + 1}", fontsize=9)
+                    ax.set_ylabel(f"层 {l} 头 {h}", fontsize=9)
     fig.subplots_adjust(left=0.08, right=0.99, top=0.95, bottom=0.01,
                         wspace=0.08, hspace=0.08)
     return fig

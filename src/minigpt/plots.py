@@ -682,8 +682,8 @@ def phase_change(curves: Mapping[int, Mapping[str, Sequence[float]]], bold: int,
     fig, (top, bottom) = _new(2, 1, figsize=(6.5, 5.6), sharex=True)
     series = ((top, "copy", ATTN_COLOR, "第二遍能抄的位置"),
               (top, "other", "#7a7a7a", "其余位置"),
-              (bottom, "previous", RNN_COLOR, "前一个 token 分数（第 1 层最高）"),
-              (bottom, "induction", "#2a9d8f", "归纳分数（第 2 层最低）"))
+              (bottom, "previous", RNN_COLOR, "前一个 token 分数（第一层最高）"),
+              (bottom, "induction", "#2a9d8f", "归纳分数（第二层最低）"))
     for ax, key, color, label in series:
         for seed, c in curves.items():
             main = seed == bold
@@ -726,7 +726,7 @@ def layer_head_maps(weights: Sequence[ArrayLike], labels: Sequence[str],
             ticks = range(len(labels))
             ax.set_xticks(ticks, labels=list(labels), fontsize=6)
             ax.set_yticks(ticks, labels=list(labels), fontsize=6)
-            ax.set_title(f"第 {l + 1} 层 · 头 {h + 1}", fontsize=10)
+            ax.set_title(f"层 {l} · 头 {h}", fontsize=10)
             if l == layers - 1:
                 ax.set_xlabel("Key（被看的位置）", fontsize=9)
             if h == 0:
@@ -748,7 +748,7 @@ def sentence_head_maps(weights: Sequence[ArrayLike],
     for s, row in enumerate(axes):
         for h, ax in enumerate(row):
             im = _draw_heatmap(ax, values[s][h], sentences[s], sentences[s], 0.0, 1.0)
-            ax.set_title(f"“{' '.join(sentences[s])} …”　头 {h + 1}", fontsize=9)
+            ax.set_title(f"“{' '.join(sentences[s])} …”　头 {h}", fontsize=9)
             ax.tick_params(labelsize=8)
             if h:
                 ax.set_ylabel("")

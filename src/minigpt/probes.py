@@ -175,14 +175,14 @@ def uniform_first_pass_score(data: RepeatBatch) -> float:
 # 第 7 节 训练出来的头「玩具语法」
 def determiner_head(model: TinyGPT, sentences: tuple[str, ...] = GRAMMAR_SENTENCES,
                     least: float = 0.9) -> int | None:
-    """在每句话的 on 这一行（位置 3）都把至少 least 给第一个冠词的头（从 1 数）；
+    """在每句话的 on 这一行（位置 3）都把至少 least 给第一个冠词的头（从 0 数）；
     没有、或不止一个时是 None。"""
     # 每句 [heads, 5, 5]
     weights = [model.attention_weights(sentence_ids(s)[:, :-1])[0][0]
                for s in sentences]
     found = [h for h in range(weights[0].shape[0])
              if all(w[h, 3, 0] >= least for w in weights)]
-    return found[0] + 1 if len(found) == 1 else None
+    return found[0] if len(found) == 1 else None
 
 
 # 第 7 节 训练出来的头「玩具语法」

@@ -199,15 +199,19 @@ def study_seeds(seeds: tuple[int, ...] = SEEDS) -> dict[int, SeedStudy]:
     return {seed: study_seed(seed) for seed in seeds}
 
 
+def _or_nan(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
 # 第 7 节 训练出来的头「换几个种子」
 def seed_facts(run: T.TrainedModel, test: D.RepeatBatch,
                curves: dict[str, list[float]],
                role: float = ROLE) -> dict[str, float]:
     """一个种子上，正文每条结论要用的数（见第 7 节「换几个种子」）。
 
-    “前一个 token 头”是第 1 层前一个 token 分数最高的那个头，“另一个头”
-    是第 1 层的其余那个；剪头一律换成平均（`without_head(..., mean_over=test)`），
-    另记两个第 2 层头都置零时的损失。
+    “前一个 token 头”是第一层前一个 token 分数最高的那个头，“另一个头”
+    是第一层的其余那个；剪头一律换成平均（`without_head(..., mean_over=test)`），
+    另记两个第二层头都置零时的损失。头和层都从 0 数（`model.blocks[0]`）。
     """
     model = run.model
     scores = P.head_scores(model, test)
@@ -219,9 +223,9 @@ def seed_facts(run: T.TrainedModel, test: D.RepeatBatch,
     def copy_after(m) -> float:
         return P.repeat_losses(m, test)[0]
 
-    mean_prev = I.without_head(model, 1, p + 1, test)
-    both_mean = I.without_head(I.without_head(model, 2, 1, test), 2, 2, test)
-    both_zero = I.without_head(I.without_head(model, 2, 1), 2, 2)
+    mean_prev = I.without_head(model, 0, p, test)
+    both_mean = I.without_head(I.without_head(model, 1, 0, test), 1, 1, test)
+    both_zero = I.without_head(I.without_head(model, 1, 0), 1, 1)
     steps = curves["step"]
     drops = [a - b for a, b in zip(curves["copy"], curves["copy"][1:])]
     # 第 steps[fast] 步到 steps[fast+1] 步降得最多
@@ -241,13 +245,13 @@ def seed_facts(run: T.TrainedModel, test: D.RepeatBatch,
     step_ind = T.first_step_above(steps, curves["induction"], role)
     grammar = grammar_seed(run.seed).model
     # 相变之前的第一阶段（第 EARLY 步的副本）：
-    # 所有头里最高的归纳分数、第 2 层分给第一遍 A 的权重
+    # 所有头里最高的归纳分数、第二层分给第一遍 A 的权重
     early = run.snapshots[EARLY]
     early_ind = max(max(layer["induction"]) for layer in P.head_scores(early, test))
     early_first = P.first_pass_weight(early.attention_weights(test.ids[:, :-1])[1],
                                       test).max().item()
     return {
-        "prev": prev[p], "prev_other": prev[other], "prev_head": p + 1,
+        "prev": prev[p], "prev_other": prev[other], "prev_head": p,
         "ind1_other": scores[0]["induction"][other],
         "ind1_max": max(scores[0]["induction"]),
         "ind2_min": min(scores[1]["induction"]),
@@ -258,18 +262,17 @@ def seed_facts(run: T.TrainedModel, test: D.RepeatBatch,
         "copy": copy_loss, "other": other_loss,
         "cut_prev": copy_after(mean_prev),
         "cut_prev_ind": max(P.head_scores(mean_prev, test)[1]["induction"]),
-        "cut_other": (copy_after(I.without_head(model, 1, other + 1, test))
+        "cut_other": (copy_after(I.without_head(model, 0, other, test))
                       - copy_loss),
-        "cut_l2_min": min(copy_after(I.without_head(model, 2, h, test))
-                          for h in (1, 2)),
+        "cut_l2_min": min(copy_after(I.without_head(model, 1, h, test))
+                          for h in (0, 1)),
         "cut_l2_both": copy_after(both_mean),
         "cut_l2_both_zero": copy_after(both_zero),
         "swap_k": max(I.mixed_induction(model, mean_prev, test, True)),
         "swap_q": min(I.mixed_induction(model, mean_prev, test, False)),
         "redirect_before": before, "redirect_after": after,
         # 没过门槛记作 nan（存进 .npz 的都是数）
-        "step_prev": math.nan if step_prev is None else step_prev,
-        "step_ind": math.nan if step_ind is None else step_ind,
+        "step_prev": _or_nan(step_prev), "step_ind": _or_nan(step_ind),
         "fast_from": steps[fast], "fast_to": steps[fast + 1],
         "copy_early": curves["copy"][steps.index(EARLY)], "ind_early_max": early_ind,
         "first_pass_early": early_first,
@@ -277,8 +280,8 @@ def seed_facts(run: T.TrainedModel, test: D.RepeatBatch,
         "copy_400": curves["copy"][steps.index(400)],
         "prev_rows_min": by_row[first - 1:late - 1].min().item(),
         "prev_late_max": by_row[late - 1:].max().item(),
-        # 0：没有稳定看第一个冠词的头
-        "grammar_det_head": P.determiner_head(grammar) or 0,
+        # 稳定看第一个冠词的头（从 0 数）；没有记作 nan
+        "grammar_det_head": _or_nan(P.determiner_head(grammar)),
         "grammar_d2_min": min(a for a, _ in P.grammar_probs(
             grammar, list(D.GRAMMAR_SENTENCES))),
         "pos_first": pos[0], "pos_rest_min": min(pos[1:]),

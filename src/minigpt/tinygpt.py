@@ -35,7 +35,7 @@ class TinyGPT(nn.Module):
         self.register_buffer("mask", causal_mask(seq_len), persistent=False)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
-        """ids: [batch, seq] → 第 1 层的输入 [batch, seq, d_model]：token 嵌入
+        """ids: [batch, seq] → 第一层的输入 [batch, seq, d_model]：token 嵌入
         + 位置嵌入。"""
         _check_ids(ids, self.seq_len)
         return self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
@@ -43,15 +43,16 @@ class TinyGPT(nn.Module):
     def forward(self, ids: torch.Tensor,
                 masks: dict[int, torch.Tensor] | None = None) -> torch.Tensor:
         """ids: [batch, seq] → logits [batch, seq, vocab]。masks：
-        {第几层（从 1 数）: 遮蔽}，给了的层用它代替因果遮蔽（第 7 节的改道实验）。"""
+        {层的下标（从 0 数，同 self.blocks）: 遮蔽}，给了的层用它代替
+        因果遮蔽（第 7 节的改道实验）。"""
         x = self.embed(ids)                              # [batch, seq, d_model]
         causal = self.mask[:ids.shape[1], :ids.shape[1]]
-        for layer, block in enumerate(self.blocks, start=1):
+        for layer, block in enumerate(self.blocks):
             x = block(x, (masks or {}).get(layer, causal))  # [batch, seq, d_model]
         return self.out(x)
 
     def block_inputs(self, ids: torch.Tensor) -> list[torch.Tensor]:
-        """每一层读到的输入（残差流）：第 l 项是第 l+1 层的 [batch, seq, d_model]。"""
+        """每一层读到的输入（残差流）：第 l 项是 blocks[l] 的 [batch, seq, d_model]。"""
         causal = self.mask[:ids.shape[1], :ids.shape[1]]
         xs = [self.embed(ids)]
         for block in self.blocks[:-1]:
@@ -59,7 +60,7 @@ class TinyGPT(nn.Module):
         return xs
 
     def attention_weights(self, ids: torch.Tensor) -> list[torch.Tensor]:
-        """每一层每个头的注意力权重：列表的第 l 项是第 l+1 层的
+        """每一层每个头的注意力权重：列表的第 l 项是 blocks[l] 的
         [batch, heads, seq, seq]。每层的权重由那一层自己的
         `TransformerBlock.attention_weights` 给出，这里只把各层的输入递给它。"""
         causal = self.mask[:ids.shape[1], :ids.shape[1]]

@@ -39,8 +39,9 @@ def control() -> H.TrainedModel:
 
 
 @lru_cache(maxsize=None)
-def studies() -> dict[int, S.SeedStudy]:
-    return S.study_seeds()
+def studies(seeds: tuple[int, ...] = S.SEEDS) -> dict[int, S.SeedStudy]:
+    """页面的种子 0–5（默认），或教师指南练习答案里的别的种子。"""
+    return S.study_seeds(seeds)
 
 
 @lru_cache(maxsize=None)
@@ -74,8 +75,8 @@ def grammar_weights(seed: int) -> list[torch.Tensor]:
 
 
 def grammar_probs(seed: int, cut: int | None = None) -> list[tuple[float, float]]:
-    """每句话的 (P(D₂ = D₁), P(N₂ = N₁))；cut 给了就先剪掉那个头（从 1 数）。"""
+    """每句话的 (P(D₂ = D₁), P(N₂ = N₁))；cut 给了就先剪掉那个头（从 0 数）。"""
     model = grammar(seed).model
     if cut is not None:
-        model = H.without_head(model, layer=1, head=cut)
+        model = H.without_head(model, layer=0, head=cut)
     return H.grammar_probs(model, SENTENCES)

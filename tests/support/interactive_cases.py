@@ -70,11 +70,11 @@ def trained_heads() -> tuple[list[str], list[torch.Tensor], int, int]:
 
 
 def trained_head_lines(layer: int, head: int, pos: int) -> list[str]:
-    """第 7 节交互图在 (层, 头, 位置) 上的读数：直接由 minigpt 算出的权重写成。"""
+    """第 7 节交互图在 (层, 头, 位置) 上的读数（层、头从 0 数）：直接由 minigpt 算出的权重写成。"""
     tokens, weights, start, length = trained_heads()
-    w = weights[layer - 1][0, head - 1, pos]
+    w = weights[layer][0, head, pos]
     top = int(w.argmax())
-    lines = [f"第 {layer} 层 · 头 {head}，位置 {pos}（{tokens[pos]}）这一行："
+    lines = [f"层 {layer} · 头 {head}，位置 {pos}（{tokens[pos]}）这一行："
              f"最大的权重 {w[top]:.2f} 在位置 {top}（{tokens[top]}）"]
     extra = [f"前一个位置 {pos - 1}：{w[pos - 1]:.2f}"] if pos else []
     if pos >= start:
