@@ -58,7 +58,9 @@ def used_codepoints(outdir: Path) -> set[int]:
     css = (outdir / THEME_CSS).read_text(encoding="utf-8")
     table = icon_codepoints(css)
     names: set[str] = set()
-    for path in [*outdir.rglob("*.html"), *(outdir / "_static" / "scripts").glob("*.js")]:
+    # fontawesome.js 不算：Sphinx 每次构建都把它复制进来，页面却不加载它（构建结束时删掉）
+    scripts = [p for p in (outdir / "_static" / "scripts").glob("*.js") if not p.name.startswith("fontawesome")]
+    for path in [*outdir.rglob("*.html"), *scripts]:
         names.update(USED_CLASS.findall(path.read_text(encoding="utf-8", errors="replace")))
     used = {table[name] for name in names if name in table}
     for sheet in (outdir / "_static").rglob("*.css"):
