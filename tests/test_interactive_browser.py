@@ -68,6 +68,8 @@ class Figure:
             "response": lambda r: r.status >= 400 and self.problems.append(f"HTTP {r.status}: {r.url}"),
         })
         self.root = page.locator(f'[data-figure="{name}"]')
+        # 库等读者翻到图时才加载（book_lazy.js）：先翻到图，再等它画好
+        self.root.scroll_into_view_if_needed()
         if javascript:
             page.wait_for_selector(f'[data-figure="{name}"][data-ready]', timeout=20000)
             assert self.root.get_attribute("data-ready") == "true", self.problems
@@ -419,14 +421,15 @@ BUDGET = 2_000_000  # issue 12：最重的页面最多比原来多传 2 MB
 
 
 def test_library_loads_only_where_needed_and_fits_the_budget(in_light, tab, site, built_book):
-    """有交互图的页面以 type=module 加载本站的库；为交互图多传的字节（库、样式、图表说明）
+    """有交互图的页面（翻到图之后）以普通脚本加载本站的库与加载器；为交互图多传的字节（库、样式、图表说明）
     在 2 MB 以内；没有交互图的页面根本不加载它。"""
     html_dir = built_book.html
     for name in ("s2-score-weight", "ap-path-length"):
         seen = _checked(in_light[name])
         scripts = seen["scripts"]
-        assert len(scripts) == 1 and scripts[0][0] == "module", scripts
-        assert scripts[0][1].startswith(site), "库不在本站"
+        assert sorted(urlsplit(src).path.rsplit("/", 1)[1] for _, src in scripts) == \
+            ["book-interactive.js", "book-lazy.js"], scripts
+        assert all(kind in ("", "text/javascript") and src.startswith(site) for kind, src in scripts), scripts
         assets = [r for r in seen["requests"] if "/_static/interactive/" in r]
         added = sum((html_dir / urlsplit(r).path.lstrip("/")).stat().st_size for r in assets)
         added += sum(len(x.encode("utf-8")) for x in seen["specs"])
@@ -439,6 +442,25 @@ def test_library_loads_only_where_needed_and_fits_the_budget(in_light, tab, site
     finally:
         tab.leave()
     assert requested and not [r for r in requested if "/_static/interactive/" in r]
+
+
+def test_library_waits_until_the_reader_nears_a_figure(tab, site):
+    """首屏（手机大小的窗口）不加载库：页面打开、网络空闲时还没有请求它；翻到图时才加载并画好。"""
+    requested: list[str] = []
+    viewport = tab.page.viewport_size
+    tab.page.set_viewport_size({"width": 412, "height": 823})
+    try:
+        page = tab.visit(site + "book/s2_scaled_dot_product.html", "light", lambda route: route.continue_(),
+                         {"request": lambda r: requested.append(r.url)}, wait_until="networkidle")
+        assert not [r for r in requested if "book-interactive.js" in r], "首屏就加载了交互图的库"
+        figure = page.locator('[data-figure="s2-score-weight"]')
+        figure.scroll_into_view_if_needed()
+        page.wait_for_selector('[data-figure="s2-score-weight"][data-ready]', timeout=20000)
+        assert figure.get_attribute("data-ready") == "true"
+        assert [r for r in requested if "book-interactive.js" in r]
+    finally:
+        tab.leave()
+        tab.page.set_viewport_size(viewport)
 
 
 # ---------------------------------------------------------------- 深色模式、没有 JavaScript

@@ -132,7 +132,7 @@ def test_the_extension_moves_the_data_into_a_script_file_next_to_the_page(tmp_pa
     out = next(doc.findall(nodes.raw)).astext()
     assert "live-model-data" not in out
     target = tmp_path / "book" / "s7_trained_heads.s7-live-model.js"
-    assert f'<script src="{target.name}?v=' in out
+    assert f'data-lazy-scripts="{target.name}?v=' in out  # 读者翻到活模型时才加载（book_lazy.js）
     script = target.read_text(encoding="utf-8")
     prefix = 'window.bookLiveModels["s7-live-model"] = '
     body = script.split(prefix, 1)[1].rstrip().rstrip(";")

@@ -44,6 +44,8 @@ class LivePage:
             "requestfailed": lambda r: self.problems.append(f"请求失败: {r.url}"),
             "response": lambda r: r.status >= 400 and self.problems.append(f"HTTP {r.status}: {r.url}"),
         })
+        # 活模型的数据与脚本等读者翻到它时才加载（book_lazy.js）：先翻到它，再等它画好
+        self.page.locator(ROOT).scroll_into_view_if_needed()
         self.page.wait_for_selector(f"{ROOT}[data-ready]", timeout=20000)
         # 主题在加载完后才给放不下、要横向滚动的代码块加上 tabindex（axe 查它）：与 test_browser 一样等网络空闲。
         # 主题只在加载时和窗口改变大小时重算；字体晚到时代码块才变宽，所以等字体到齐、再发一次 resize，
@@ -301,6 +303,7 @@ def test_works_from_file_url_with_the_network_off(browser, built_book):
         page.on("request", lambda r: not r.url.startswith(("file:", "data:", "blob:", "about:"))
                 and problems.append(f"请求了网络: {r.url}"))
         page.goto((built_book.html / PAGE).as_uri())
+        page.locator(ROOT).scroll_into_view_if_needed()
         page.wait_for_selector(f"{ROOT}[data-ready]", timeout=20000)
         assert page.locator(ROOT).get_attribute("data-ready") == "true"
         result = page.locator(ROOT).evaluate("el => el.bookLiveResult")
@@ -343,6 +346,7 @@ def test_english_edition_runs_with_english_controls(tab, site, built_book_en):
     page = tab.visit(site + "en/" + PAGE, "light", lambda route: route.continue_(), {
         "pageerror": lambda e: problems.append(f"脚本异常: {e}")})
     try:
+        page.locator(ROOT).scroll_into_view_if_needed()
         page.wait_for_selector(f"{ROOT}[data-ready]", timeout=20000)
         root = page.locator(ROOT)
         assert root.get_attribute("data-ready") == "true", problems

@@ -5,7 +5,7 @@ Lighthouse（package-lock.json，`npm ci` 装进 node_modules/）和 Debian 的 
 配置（模拟的慢速 4G 与降速的 CPU）测几页，打印四项得分、最大内容绘制与总阻塞时间，以及每页传输的每个文件。
 
 用法：
-    python tools/lighthouse.py [--site _build/html] [--runs N] [--json FILE] [页面 ...]
+    python tools/lighthouse.py [--site _build/html] [--runs N] [--json FILE] [--reports 目录] [页面 ...]
 
 目标：性能 ≥ 95、无障碍 100、最佳实践 ≥ 95、SEO ≥ 95；没达到时以 1 退出。`--runs N` 每页测 N 次，取性能分的
 中位数那一次（同一台机器上的别的进程会拖慢 Lighthouse 模拟的 CPU：报告时写明负载，本脚本打印 1 分钟平均负载）。
@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site", type=Path, default=REPO / "_build" / "html")
     parser.add_argument("--runs", type=int, default=1, help="每页测几次（取性能分居中的一次）")
     parser.add_argument("--json", type=Path, default=None, help="把每页的得分与传输的文件写成 JSON")
+    parser.add_argument("--reports", type=Path, default=None,
+                        help="把 Lighthouse 每次的完整 JSON 报告存进这个目录（查哪里扣了分：最大内容绘制的元素、阻塞渲染的资源……）")
     parser.add_argument("pages", nargs="*", help=f"相对网站根目录的页面，默认 {' '.join(PAGES)}")
     args = parser.parse_args(argv)
     if not LIGHTHOUSE.is_file():
@@ -79,8 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[lighthouse] 1 分钟平均负载 {os.getloadavg()[0]:.1f}（{os.cpu_count()} 个 CPU）", flush=True)
     results, failed = {}, []
     with GzipSite(site) as base, tempfile.TemporaryDirectory(prefix="lighthouse-") as tmp:
+        reports = args.reports or Path(tmp)
+        reports.mkdir(parents=True, exist_ok=True)
         for page in pages:
-            runs = [summary(run_lighthouse(base + page, Path(tmp) / f"run{i}.json")) for i in range(args.runs)]
+            stem = page.removesuffix(".html").replace("/", "-")
+            runs = [summary(run_lighthouse(base + page, reports / f"{stem}-{i}.json")) for i in range(args.runs)]
             runs.sort(key=lambda r: r["scores"]["performance"])
             results[page] = r = runs[len(runs) // 2]
             total = sum(size for _, size, _ in r["files"])

@@ -1,5 +1,5 @@
-// 本书交互图的页面脚本（由 book_interactive.py 与 vl-convert-python 的 Vega 库打包成一个 ES 模块）。
-// 它只做三件事：读出页面里每张交互图的 Vega-Lite 说明、用 vegaEmbed 画出来、
+// 本书交互图的页面脚本（book_interactive.py 把它与 vl-convert-python 的 Vega 库打包成一个 ES 模块，再包进一个函数，
+// 作为普通脚本由 book_lazy.js 在读者翻到交互图时加载）。它只做三件事：读出页面里每张交互图的 Vega-Lite 说明、用 vegaEmbed 画出来、
 // 把滑块旁的档位数字换成真实的取值（d_k、序列长度）。所有数都是构建时 minigpt 算好的。
 async function bookRenderInteractive(figure) {
   const spec = JSON.parse(figure.querySelector("script.interactive-figure-spec").textContent);

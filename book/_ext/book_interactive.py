@@ -12,9 +12,10 @@
 2. **放在本站的 ``_static/interactive/``，不在源目录的 ``_static`` 里。** Jupyter Book 会把源目录
    ``_static`` 里的每个 .js 挂到每一页上；这里在写出第一张有交互图的页面之前直接复制到输出目录
    （在页面渲染之前复制，Sphinx 才会给链接加上 ``?v=`` 校验和；没有交互图的书不生成也不复制）。
-3. **只挂到有交互图的页面上，而且以 ``type="module"`` 加载。** 作为普通脚本加载时，库里顶层的
-   ``function _`` 与 Sphinx 7.4 ``doctools.js`` 里的 ``const _`` 冲突，什么都画不出来。
-   按页加脚本只能在 ``html-page-context`` 里做，_config.yml 做不到，所以需要这个扩展。
+3. **只给有交互图的页面，而且等读者翻到图时才加载**（book_lazy.py：页面上只挂一个很小的加载器，每张图的
+   ``data-lazy-scripts`` 指向库）。库打包成 ES 模块，这里再把它整个包进一个函数：库里顶层的 ``function _``
+   于是不会与 Sphinx 7.4 ``doctools.js`` 里的 ``const _`` 冲突，它可以作为普通脚本加载（从 file:// 打开时
+   Chromium 不加载模块脚本）。按页加脚本只能在 ``html-page-context`` 里做，_config.yml 做不到，所以需要这个扩展。
 
 4. **静态图放进 ``_images/``，网页只引用它。** ``minigpt.interactive`` 写出的 HTML 把静态图作为
    data URI 内嵌（下载的 .ipynb 里因此自带这张图）；HTML 构建时这里把它解出来存成
@@ -38,6 +39,8 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.osutil import relative_uri
 
+from book_lazy import add_loader, versioned
+
 HERE = Path(__file__).parent
 SCRIPT = HERE / "book_interactive.js"
 STYLE = HERE / "book_interactive.css"
@@ -47,10 +50,13 @@ CSS_PATH = "interactive/book-interactive.css"
 MARKER = 'class="interactive-figure"'           # minigpt.interactive 写出的容器
 
 
-# 打包的子进程：python -c BUNDLE_CODE 页面脚本 Vega-Lite版本 输出文件
+# 打包的子进程：python -c BUNDLE_CODE 页面脚本 Vega-Lite版本 输出文件。打好的 ES 模块整个包进一个函数
+# （严格模式，与模块一样），作为普通脚本加载（见本模块说明第 3 条）
+WRAP = ('(function () {"use strict";\n', "\n})();\n")
 BUNDLE_CODE = ("import sys, vl_convert; from pathlib import Path; "
-               "Path(sys.argv[3]).write_text(vl_convert.javascript_bundle("
-               "Path(sys.argv[1]).read_text(encoding='utf-8'), vl_version=sys.argv[2]), encoding='utf-8')")
+               f"Path(sys.argv[3]).write_text({WRAP[0]!r} + vl_convert.javascript_bundle("
+               f"Path(sys.argv[1]).read_text(encoding='utf-8'), vl_version=sys.argv[2]) + {WRAP[1]!r}, "
+               "encoding='utf-8')")
 
 
 def vega_bundle_path(cache_dir: Path) -> Path:
@@ -59,7 +65,7 @@ def vega_bundle_path(cache_dir: Path) -> Path:
 
     key = hashlib.sha256("\n".join((
         vl_convert.__version__, vl_convert.get_vega_version(),
-        vl_convert.get_vega_embed_version(), VEGA_LITE_VERSION, SCRIPT.read_text(encoding="utf-8"),
+        vl_convert.get_vega_embed_version(), VEGA_LITE_VERSION, SCRIPT.read_text(encoding="utf-8"), *WRAP,
     )).encode("utf-8")).hexdigest()[:16]
     return cache_dir / f"book-interactive-{key}.js"
 
@@ -155,10 +161,14 @@ def refresh_assets(app: Sphinx, exception) -> None:
 
 def add_assets_to_page(app: Sphinx, pagename: str, templatename: str, context: dict,
                        doctree) -> None:
-    # 在 html-page-context 里加的文件只属于这一页（Sphinx 每页结束时复原列表）
+    """有交互图的页面：每张图等读者翻到时才加载库（book_lazy.py）；样式照常挂在页首（它也管静态图）。
+    在 html-page-context 里加的文件只属于这一页（Sphinx 每页结束时复原列表）。"""
     if MARKER in context.get("body", ""):
         copy_assets(app)
-        app.add_js_file(JS_PATH, type="module")
+        bundle = (Path(app.outdir) / "_static" / JS_PATH).read_bytes()
+        lazy = f' data-lazy-scripts="{versioned(app.builder.get_target_uri(pagename), JS_PATH, bundle)}"'
+        context["body"] = context["body"].replace(MARKER, MARKER + lazy)
+        add_loader(app)
         app.add_css_file(CSS_PATH)
 
 

@@ -1,4 +1,4 @@
-// 第 7 节的活模型（book_live_model.py 只把它挂到有活模型的页面上；普通脚本，defer 加载）。
+// 第 7 节的活模型（book_lazy.js 在读者翻到活模型时、数据文件之后插入它；普通脚本）。
 // 参数来自页面旁边的数据文件（window.bookLiveModels，minigpt.live_model 导出）；前向计算全在这里，
 // 与 minigpt.layers 一一对应：token 嵌入 + 位置嵌入 → 每层 x = LN(x + 多头注意力(x))，x = LN(x + FFN(x))
 // （Post-LN；FFN 是 Linear → ReLU → Linear；每个 Linear 都带偏置；LayerNorm 的 eps 取自数据）→ 输出层。

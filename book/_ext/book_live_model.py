@@ -1,14 +1,15 @@
-"""第 7 节的活模型：数据文件放在页面旁边，脚本只挂到这一页（在 _config.yml 的 sphinx.local_extensions 里登记）。
+"""第 7 节的活模型：数据文件放在页面旁边，读者翻到它时才加载（在 _config.yml 的 sphinx.local_extensions 里登记）。
 
 ``minigpt.live_model.LiveModelFigure`` 写出的 HTML 把模型的参数（JSON，约 0.4 MB）内嵌在
 ``<script type="application/json" class="live-model-data">`` 里（下载的 .ipynb 因此自带数据）。配置做不到的三件事：
 
 1. **数据存成页面旁边的脚本文件。** HTML 构建时（doctree-resolved）把内嵌的 JSON 写成
-   ``<页面名>.<名字>.js``（``window.bookLiveModels["名字"] = {...}``），页面里换成一个
-   ``<script src="…?v=摘要">``。用脚本而不是 JSON 文件：从 file:// 打开网站（或解压的离线 zip）时，
-   Chromium 不许 fetch() 本地文件，``<script>`` 标签却照常加载。内容没变就不重写（空操作构建什么都不写）。
-2. **界面脚本与样式只挂到有活模型的页面**（html-page-context，与 book_interactive.py 同一做法），放在输出目录的
-   ``_static/interactive/``；普通脚本加 defer（不用 type=module：file:// 下浏览器不加载模块脚本）。
+   ``<页面名>.<名字>.js``（``window.bookLiveModels["名字"] = {...}``），页面里只留它的网址（带 ``?v=摘要``）。
+   用脚本而不是 JSON 文件：从 file:// 打开网站（或解压的离线 zip）时，Chromium 不许 fetch() 本地文件，
+   ``<script>`` 标签却照常加载。内容没变就不重写（空操作构建什么都不写）。
+2. **数据与界面脚本等读者翻到活模型时才加载**（book_lazy.py：活模型的 ``data-lazy-scripts`` 依次列出数据文件和
+   ``_static/interactive/`` 里的界面脚本，页面上只挂那个很小的加载器）。界面脚本与样式只给有活模型的页面
+   （html-page-context，与 book_interactive.py 同一做法）；都是普通脚本（file:// 下浏览器不加载模块脚本）。
 3. 静态图照 book_interactive.py 的办法存进 ``_images/``（它的 class 与交互图相同，那边已经处理）。
 """
 
@@ -22,6 +23,8 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
+
+from book_lazy import add_loader, versioned
 
 HERE = Path(__file__).parent
 SCRIPT = HERE / "book_live_model.js"
@@ -59,13 +62,12 @@ def data_to_files(app: Sphinx, doctree, docname: str) -> None:
         filename = f"{stem.stem}.{name}.js"
         target = Path(app.outdir) / stem.parent / filename
 
-        def to_file(match: re.Match) -> str:
-            script = data_script(name, match.group(1))
-            write_if_changed(target, script)
-            digest = hashlib.sha256(script.encode("utf-8")).hexdigest()[:12]
-            return f'<script src="{filename}?v={digest}"></script>'
-
-        node.replace_self(nodes.raw("", DATA.sub(to_file, text), format="html"))
+        script = data_script(name, DATA.search(text).group(1))
+        write_if_changed(target, script)
+        digest = hashlib.sha256(script.encode("utf-8")).hexdigest()[:12]
+        ui = versioned(str(stem), JS_PATH, SCRIPT.read_bytes())
+        text = DATA.sub("", text).replace(MARKER, f'{MARKER} data-lazy-scripts="{filename}?v={digest} {ui}"', 1)
+        node.replace_self(nodes.raw("", text, format="html"))
 
 
 def copy_assets(app: Sphinx) -> None:
@@ -77,10 +79,10 @@ def copy_assets(app: Sphinx) -> None:
 
 
 def add_assets_to_page(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    # 在 html-page-context 里加的文件只属于这一页（Sphinx 每页结束时复原列表）
+    # 在 html-page-context 里加的文件只属于这一页（Sphinx 每页结束时复原列表）；界面脚本由加载器按需插入
     if MARKER in context.get("body", ""):
         copy_assets(app)
-        app.add_js_file(JS_PATH, loading_method="defer")
+        add_loader(app)
         app.add_css_file(CSS_PATH)
 
 
