@@ -26,6 +26,11 @@ PDF 不经过这里：LaTeX 构建照旧把公式原样交给 XeLaTeX。配置�
    报错；这里在页面正文里去掉这个空属性（浏览器与屏幕阅读器本来就按默认值处理它）。
 7. **排版进程随构建结束。** sphinxcontrib-katex 的 Node 进程只在解释器正常退出时才停；这里在构建结束时停掉它，
    免得它留下来占着构建输出的管道（读输出的测试会一直等下去）。
+8. **机器忙时排版进程也起得来。** sphinxcontrib-katex 起 Node 进程后，一看到套接字文件出现就连接，只连一次，
+   总共只等 5 秒（代码里的常量）。可套接字文件在 Node 调用 ``bind`` 时就有了，要到 ``listen`` 之后才接受连接；
+   机器一忙，两者之间的空隙变长，连接被拒（``ConnectionRefusedError``），整个构建失败。这里换上它的
+   ``start_server_process``：连接被拒或文件还没出现就再连，直到连上、Node 进程退出或过了
+   ``STARTUP_SECONDS``（失败时停掉 Node 进程，报出它的原话）。
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
+import subprocess
+import time
 from pathlib import Path
 
 from docutils import nodes
@@ -45,6 +53,7 @@ KATEX_STATIC = "katex"                       # 输出目录 _static/ 下的子�
 RENDERED = 'class="katex"'                   # KaTeX 排好的每个公式都带它
 ERROR = 'class="katex-error"'                # throwOnError: false 时 KaTeX 写出的错误标记
 EMPTY_SPACING = ' columnspacing=""'          # KaTeX 写出的不合规的空属性（见模块说明第 6 条）
+STARTUP_SECONDS = 120.0                      # 排版进程最多等这么久才算起不来（见模块说明第 8 条）
 FONT_SOURCES = re.compile(r"src:url\((fonts/[^)]+\.woff2)\) format\(\"woff2\"\)(?:,url\([^)]*\) format\(\"[a-z]+\"\))*")
 
 
@@ -91,6 +100,32 @@ def stop_katex_server(app: Sphinx, exception) -> None:
     if server is not None:
         atexit.unregister(KaTeXServer.terminate)  # 它登记的退出处理会再停一次，删已经删掉的临时目录
         server.terminate()
+
+
+def patient_server_process(cls, rundir: Path, timeout: float):
+    """起 KaTeX 的排版进程并连上它的套接字，连接被拒时再试（见模块说明第 8 条）。
+
+    取代 ``sphinxcontrib.katex.KaTeXServer.start_server_process``（同样的参数与返回值）；``timeout`` 至少取
+    ``STARTUP_SECONDS``。"""
+    timeout = max(timeout, STARTUP_SECONDS)
+    socket_path = Path(rundir) / "katex.sock"
+    process = subprocess.Popen(cls.build_command(socket=socket_path), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, cwd=rundir)
+    deadline = time.monotonic() + timeout
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(socket_path))
+            return process, sock
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            output = process.communicate()[0].decode(errors="replace").strip()
+            raise RuntimeError(
+                f"[book_math] KaTeX 的排版进程（Node）在 {timeout:.0f} 秒内没有接受连接"
+                f"（退出码 {process.poll()}）：{output or '没有输出'}")
+        time.sleep(0.01)
 
 
 def copy_katex_assets(app: Sphinx) -> None:
@@ -152,6 +187,9 @@ def math_assets_only_with_math(app: Sphinx, pagename: str, templatename: str, co
 
 
 def setup(app: Sphinx) -> dict:
+    from sphinxcontrib.katex import KaTeXServer
+
+    KaTeXServer.start_server_process = classmethod(patient_server_process)
     app.connect("builder-inited", use_npm_katex, priority=390)
     app.connect("builder-inited", copy_katex_assets, priority=400)
     app.connect("doctree-resolved", wrap_display_math)
