@@ -121,7 +121,8 @@ def patient_server_process(cls, rundir: Path, timeout: float):
             sock.close()
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
-            output = process.communicate()[0].decode(errors="replace").strip() or "没有输出"
+            output = process.communicate()[0].decode(errors="replace").strip()
+            output = output or "没有输出"
             raise RuntimeError(
                 f"[book_math] KaTeX 的排版进程（Node）在 {timeout:.0f} 秒内没有接受连接"
                 f"（退出码 {process.poll()}）：{output}")

@@ -23,8 +23,9 @@ from .submission import code_cells, read_submission
 from .results import CHECKER_ERRORS, ExerciseResult, Problem, SubmissionResult, limits_record
 
 ANSWER_NAMES = sorted({n for e in EXERCISES for n in e.answers})
-# 也记下学生手里的题目数据（模块除外：探针只写得出它的替身）：一道题答错时，若它的数据在它
-# 自己的单元运行完时已被改动，批改的说明和笔记本里一样，以“注意：你改动了题目给的 …”开头
+# 也记下学生手里的题目数据（模块除外：探针只写得出它的替身）：
+# 一道题答错时，若它的数据在它自己的单元运行完时已被改动，
+# 批改的说明和笔记本里一样，以“注意：你改动了题目给的 …”开头
 GIVEN_TRACKED = sorted(n for e in EXERCISES for n in e.given
                        if not isinstance(exercise_inputs()[n], torch.nn.Module))
 TRACKED_NAMES = sorted(set(ANSWER_NAMES) | set(GIVEN_TRACKED))
@@ -143,7 +144,8 @@ def _earlier_pass(exercise, history, inputs: dict):
 
 def _given_note(exercise, history, cells: list[dict], inputs: dict) -> str:
     """这道题自己的单元（初始代码那个）运行完时，学生手里被改动过的题目数据：
-    和笔记本里的检查器同一句提醒（changed_note）；没改动、或者没有记录时返回空字符串。"""
+    和笔记本里的检查器同一句提醒（changed_note）；
+    没改动、或者没有记录时返回空字符串。"""
     anchor = _anchor(cells, exercise)
     if anchor is None:
         return ""
@@ -158,7 +160,8 @@ def _given_note(exercise, history, cells: list[dict], inputs: dict) -> str:
 
 
 def _on_purpose(cells: list[dict], exercise, n: int) -> bool:
-    """第 n 个单元改这道题的答案（重新赋值、原地修改、del）是不是有意的：这个单元就是这道题的
+    """第 n 个单元改这道题的答案（重新赋值、原地修改、del）是不是有意的：
+    这个单元就是这道题的
     （它的初始代码、调用它的检查器，或者给它的答案变量赋值、又不属于别的题）。
     别的单元（别的题的单元重用了 heads、scores 这样的名字，原地改了它 view 的张量，
     或者最后“收拾干净”时 del 了它）改了它，不是有意的：一道通过了的题保住它的分数。"""
@@ -175,7 +178,8 @@ def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Pr
                    cells: list[dict], history=()) -> ExerciseResult:
     """一道小题的结果。答案的最终值对了就是通过。
 
-    否则，答案以前对过、后来被别的单元改了或删了（history：各单元之后答案的变化）：仍是通过，
+    否则，答案以前对过、后来被别的单元改了或删了
+    （history：各单元之后答案的变化）：仍是通过，
     说明写明哪个单元改了哪个变量；这道题自己的单元有意改了它，就照最终值判，说明里也写明是哪个单元。
     再否则，这道题自己的单元出了问题（异常、超时、崩溃、没有运行）就是“出错”或“超时”，写明第几个单元；
     最后是值本身的结论（没有这个变量、未作答、答错）。"""
@@ -194,7 +198,8 @@ def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Pr
                 note = f"注意：{listed} 都在代码单元 {changed_in + 1} 里{how}{why}。"
             else:
                 note = f"注意：{listed} 在代码单元 {changed_in + 1} 里{how}{why}。"
-            note += f"那个单元不是这道题的，所以批改按代码单元 {passed_after + 1} 运行完时的值给分。"
+            note += (f"那个单元不是这道题的，"
+                     f"所以批改按代码单元 {passed_after + 1} 运行完时的值给分。")
             return ExerciseResult(exercise.key, exercise.title, "passed", f"{message}。{note}",
                                   None, changed_in + 1)
         if gone:
@@ -318,7 +323,8 @@ def _runner_report(outcome: sandbox.RunOutcome, limits: sandbox.Limits, n_cells:
         problems = _problems_of(raw.get("problems"), n_cells)
         if raw.get("answers_problem"):
             raise AnswerFileError(str(raw["answers_problem"])[:200])
-        answers = (decode_answers(raw["answers"], TRACKED_NAMES) if raw.get("answers") is not None
+        answers = (decode_answers(raw["answers"], TRACKED_NAMES)
+                   if raw.get("answers") is not None
                    else {n: MISSING for n in TRACKED_NAMES})
         leftover = raw.get("leftover", 0)
         if type(leftover) is not int or leftover < 0:

@@ -79,7 +79,8 @@ def _broken_since_passed(namespace: dict, current: Exercise, exercises) -> str:
             lead = f"注意：{exercise.part} 已经通过的答案 {names} "
         if any(n not in namespace for n in exercise.answers):
             notes.append(f"{lead}后来被删除了（del）。"
-                         f"删除它的若是别的题的单元，批改仍按 {exercise.part} 自己的单元运行完时的值给分。"
+                         f"删除它的若是别的题的单元，"
+                         f"批改仍按 {exercise.part} 自己的单元运行完时的值给分。"
                          "不过最好别删它。")
             del _PASSED[exercise.key]
             continue

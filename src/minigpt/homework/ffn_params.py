@@ -98,8 +98,10 @@ def _sentence(text: str) -> str:
     return text if text.endswith(("。", "？", "！", "）")) else text + "。"
 
 
-def _layer_problem(name: str, got: int, right: int, layer: str, h: int, f: int) -> HomeworkWrong:
-    """一层的参数个数不对时的提示：诊断表里的典型错误，否则差 1、约数，最后是平铺直叙的式子。"""
+def _layer_problem(name: str, got: int, right: int, layer: str,
+                   h: int, f: int) -> HomeworkWrong:
+    """一层的参数个数不对时的提示：诊断表里的典型错误，
+    否则差 1、约数，最后是平铺直叙的式子。"""
     for diagnosis, looks, hint in _layer_rows(layer, name, h, f):
         if looks(got):
             break
@@ -141,7 +143,8 @@ def judge_ffn_params(w1_params, w2_params, total_params,
             counts[name] = count(value, name)
         except HomeworkWrong as err:
             problems.append(err)
-    w1, w2, total = (counts.get(n) for n in ("w1_params", "w2_params", "total_params"))
+    w1, w2, total = (counts.get(n)
+                     for n in ("w1_params", "w2_params", "total_params"))
     right1, right2 = f * h + f, h * f + h
     if (w1, w2) == (right2, right1) and right1 != right2:
         raise HomeworkWrong(
@@ -159,8 +162,9 @@ def judge_ffn_params(w1_params, w2_params, total_params,
                 break
         else:
             diagnosis, hint = "total", "FFN 的总参数量就是两层之和"
-        problems.append(HomeworkWrong(f"检查 total_params：{total:,} "
-                                      f"不等于 w1_params + w2_params。{hint}", diagnosis))
+        problems.append(HomeworkWrong(
+            f"检查 total_params：{total:,} 不等于 w1_params + w2_params。{hint}",
+            diagnosis))
     if problems:
         raise HomeworkWrong(" ".join(_sentence(str(p)) for p in problems),
                             problems[0].diagnosis)
