@@ -150,7 +150,8 @@ def test_an_answer_a_later_part_changes_keeps_its_points_with_the_cell_named(key
     got = _by_key(_grade(cells)[0])
     where = next(n for n, c in enumerate(cells) if _starter(c) == key) + 1
     assert got[changed].status == "passed", got[changed].message
-    assert f"{part} 在代码单元 {where} 里被改动了" in got[changed].message
+    both = "都" if "、" in part else ""
+    assert f"{part} {both}在代码单元 {where} 里被改动了" in got[changed].message
     r = SubmissionResult("s.ipynb", True, exercises=list(got.values()))
     assert any(f"代码单元 {where}" in line for line in report.details(r))
 

@@ -498,13 +498,13 @@ def test_a_later_checker_says_at_once_which_passed_part_its_cell_changed():
     said = _cells(SETUP, SPLIT, "heads = mha.split_heads(mha.W_Q(x))  # 重用了名字\n"
                                 "attn_out = mha(x, causal_mask(3))\ncheck_mha_output(attn_out, x, mha)")
     assert said.startswith("✔ 作业 4 通过")
-    assert "注意：作业 4（一） 已经通过的答案 heads、merged 后来被改动了" in said
+    assert "注意：作业 4（一） 已经通过的答案 heads、merged 都后来被改动了" in said
 
 
 def test_an_in_place_change_through_a_view_is_named_even_when_the_later_answer_is_wrong():
     said = _cells(SETUP, SPLIT, "x += block.attn(x, causal_mask(3))\nblock_out = x\n"
                                 "check_block_output(block_out, x, block)")
-    assert said.startswith("注意：作业 4（一） 已经通过的答案 heads、merged 后来被改动了")
+    assert said.startswith("注意：作业 4（一） 已经通过的答案 heads、merged 都后来被改动了")
     assert "你改动了题目给的 x" in said and "检查 block_out" in said
 
 
@@ -515,3 +515,67 @@ def test_a_part_rebound_in_its_own_cell_and_unchanged_parts_bring_no_note():
                          "check_layer_norm(ln_out, h, gamma, beta, eps)",
                   "ln_out = 0\nblock_out = None\ncheck_block_output(block_out, x, block)")
     assert said.startswith("注意：作业 5（一） 已经通过的答案 ln_out 后来被改动了") and "还没有填写" in said
+
+
+# ---------------------------------------------------------------- 抄来的数：在容差之内，也不是算出来的
+
+def _dot_verdict(answer, q, k) -> str:
+    """judge_dot_score 的诊断名；通过时是 "pass"。"""
+    try:
+        check_dot_score.judge(answer, q, k)
+    except HomeworkWrong as err:
+        return err.diagnosis
+    return "pass"
+
+
+def test_a_score_copied_with_the_printed_decimals_fails_and_every_computed_score_passes():
+    """随机的 q、k（长度 4–64）：float32、float64、各种求和顺序算出的分数都通过；
+    正确值舍入到书和检查器打印的位数（1–4 位，还有 5、6 位）后抄下的数，不论写成 Python 数、
+    float32 还是 float64 张量，都得到“舍入”的诊断——只要舍入值离正确值远到 float32 的计算得不出它。"""
+    flagged = skipped = 0
+    for seed in range(200):
+        g = torch.Generator().manual_seed(seed)
+        n = 4 + seed % 61
+        a, b = torch.randn(n, generator=g), torch.randn(n, generator=g)
+        computed = [(a * b).sum(), a @ b, (a * b).flip(0).sum(), (a * b).cumsum(0)[-1],
+                    sum((a * b).unbind(), torch.tensor(0.0)), a.double() @ b.double(),
+                    math.fsum(float(x) * float(y) for x, y in zip(a, b)),
+                    np.dot(a.numpy(), b.numpy()), float((a * b).sum())]
+        for value in computed:
+            assert _dot_verdict(value, a, b) == "pass", (seed, value)
+        truth = math.fsum(float(x) * float(y) for x, y in zip(a, b))
+        spread = n * 2.0 ** -24 * (a * b).abs().sum().item()   # float32 求和能差出的距离
+        for d in range(1, 7):
+            r = round(truth, d)
+            if abs(r - truth) <= max(1e-6 * abs(truth), spread):
+                skipped += 1
+                continue
+            for copied in (r, torch.tensor(r), torch.tensor(r, dtype=torch.float64)):
+                assert _dot_verdict(copied, a, b) == "rounding", (seed, d, copied)
+            flagged += 1
+    assert flagged > skipped, (flagged, skipped)
+
+
+def test_the_exercise_score_copied_from_the_pass_message_fails_with_the_rounding_diagnosis(capsys):
+    """作业 1（一）：✔ 消息打印 4 位小数；把它抄回去不算数。"""
+    data = exercise_inputs()
+    right = (data["q"] * data["k"]).sum()
+    check_dot_score(right, data["q"], data["k"], data["Q"], data["K"])
+    printed = re.search(r"score = (-?\d+\.\d{4})", capsys.readouterr().out).group(1)
+    with pytest.raises(HomeworkWrong, match="四舍五入到了 4 位小数") as err:
+        check_dot_score(float(printed), data["q"], data["k"], data["Q"], data["K"])
+    assert err.value.diagnosis == "rounding"
+
+
+# ---------------------------------------------------------------- 作业 3：每个不对的数都说出来
+
+def test_ffn_params_names_every_bad_value_of_the_part():
+    r1, r2 = 2048 * 512 + 2048, 512 * 2048 + 512
+    with pytest.raises(HomeworkWrong) as err:
+        check_ffn_params(float(r1), str(r2), r1 + r2)
+    assert "w1_params 必须是整数" in str(err.value) and "w2_params 应该是一个整数" in str(err.value)
+    assert err.value.diagnosis == "float_count"
+    with pytest.raises(HomeworkWrong) as err:
+        check_ffn_params(2048 * 512, 512 * 2048, 123)
+    said = str(err.value)
+    assert "检查 w1_params" in said and "检查 w2_params" in said and "检查 total_params" in said

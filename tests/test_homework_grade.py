@@ -225,10 +225,25 @@ def test_broken_cells_get_their_own_status_and_the_rest_is_still_graded(graded, 
     assert set(others.values()) == {"passed"}, others
 
 
-def test_deleted_answer_variables_are_reported_as_missing(graded):
+def test_answers_deleted_by_a_cleanup_cell_keep_their_points_and_the_cell_is_named(graded):
+    """最后一个单元 del 掉了全部答案：它不是任何一道题的单元，和别的题的单元改了答案一样，不算有意改答案。"""
     sub = graded[2]["deleted_answers.ipynb"]
-    assert _statuses(sub) == dict.fromkeys(KEYS, "missing")
-    assert all("运行结束时没有变量" in e["message"] for e in sub["exercises"].values())
+    assert _statuses(sub) == dict.fromkeys(KEYS, "passed") and sub["points"] == TOTAL
+    nb = nbformat.read(SUBMISSIONS / "deleted_answers.ipynb", as_version=4)
+    last = len([c for c in nb.cells if c.cell_type == "code"])
+    assert all(f"在代码单元 {last} 里被删除了" in e["message"] and e["cell"] == last
+               for e in sub["exercises"].values())
+
+
+def test_a_changed_given_tensor_leads_the_message_as_in_the_notebook(graded):
+    """作业 1（一）原地改了 q（Q 的一行）：之后由 Q 算的作业 1（二）答错，批改的说明和笔记本里的
+    检查器一样，以“注意：你改动了题目给的 Q”开头；详情里也是这一句。"""
+    proc, _, by_name, *_ = graded
+    sub = by_name["changed_given_data.ipynb"]
+    assert _statuses(sub)["1a"] == "passed" and _statuses(sub)["1b"] == "wrong"
+    assert sub["exercises"]["1b"]["message"].startswith("注意：你改动了题目给的 Q")
+    assert any(line.startswith("  1(二) 答错：注意：你改动了题目给的 Q")
+               for line in _details(proc.stdout, "changed_given_data.ipynb"))
 
 
 def _details(stdout: str, name: str) -> list[str]:
@@ -250,19 +265,21 @@ def test_an_exception_in_exercise_1_leaves_untouched_later_parts_not_attempted(g
         "  未作答：1(二)、2(一)、2(二)、3、4(一)、4(二)、5(一)、5(二)"]
 
 
-def test_a_correct_answer_deleted_later_is_missing_not_an_earlier_cells_error(graded):
-    """作业 3 做对了、被最后一个单元 del 掉；作业 1（二）的单元抛了 NameError。作业 3 是“没有这个变量”，
-    作业 1（二）的 NameError 只记在作业 1（二）上。作业 1（一）先答错、后改对：通过，详情里没有它的 HomeworkWrong。"""
+def test_a_correct_answer_deleted_by_a_later_cell_keeps_its_points_and_no_earlier_cells_error(graded):
+    """作业 3 做对了、被最后一个单元 del 掉（那个单元不是作业 3 的）：仍得分，说明写出删除它的单元；
+    作业 1（二）的单元抛了 NameError，只记在作业 1（二）上。作业 1（一）先答错、后改对：通过，
+    详情里没有它的 HomeworkWrong。"""
     proc, _, by_name, *_ = graded
     sub = by_name["deleted_after_error.ipynb"]
-    assert _statuses(sub) == {**dict.fromkeys(KEYS, "passed"), "1b": "error", "3": "missing"}
+    assert _statuses(sub) == {**dict.fromkeys(KEYS, "passed"), "1b": "error"}
     assert sub["exercises"]["1b"]["exception"] == "NameError"
     assert sub["exercises"]["3"]["exception"] is None and "NameError" not in sub["exercises"]["3"]["message"]
-    assert "运行结束时没有变量 w1_params、w2_params、total_params" in sub["exercises"]["3"]["message"]
+    assert "w1_params、w2_params、total_params 在代码单元" in sub["exercises"]["3"]["message"]
+    assert "里被删除了" in sub["exercises"]["3"]["message"]
     assert any(p["exception"] == "HomeworkWrong" for p in sub["cell_problems"])   # 记在 JSON 里……
     lines = _details(proc.stdout, "deleted_after_error.ipynb")
     assert len(lines) == 2 and "HomeworkWrong" not in "".join(lines), lines   # ……表下只列两个问题，各一次
-    assert lines[0].startswith("  1(二) 出错：代码单元") and lines[1].startswith("  3 没有这个变量：")
+    assert lines[0].startswith("  1(二) 出错：代码单元") and lines[1].startswith("  3 通过：")
 
 
 def test_an_answer_changed_in_place_by_a_later_part_keeps_its_points_and_the_cell_is_named(graded):
@@ -272,7 +289,7 @@ def test_an_answer_changed_in_place_by_a_later_part_keeps_its_points_and_the_cel
     sub = by_name["changed_in_place.ipynb"]
     assert _statuses(sub) == dict.fromkeys(KEYS, "passed") and sub["points"] == TOTAL
     cell = _code_cell_of("changed_in_place.ipynb", "5b")
-    assert f"heads、merged 在代码单元 {cell} 里被改动了" in sub["exercises"]["4a"]["message"]
+    assert f"heads、merged 都在代码单元 {cell} 里被改动了" in sub["exercises"]["4a"]["message"]
     assert sub["exercises"]["4a"]["cell"] == cell
     assert any(f"代码单元 {cell} 里被改动了" in line for line in _details(proc.stdout, "changed_in_place.ipynb"))
 

@@ -114,6 +114,20 @@ def _dot_cases():
     add("只有 q.sum()", lambda x: x["q"].sum(), "only_q")
     add("除以 d_k（q @ k / 4）", lambda x: x["q"] @ x["k"] / 4, "mean")
     add("np.round 2 位", lambda x: np.round(float(dot(x)), 2), "rounding")
+    # 照着 ✔ 消息（:.4f）或打印出的张量抄下的数：在容差之内，也不是算出来的
+    for d in (4, 5):
+        add(f"抄下 {d} 位小数", lambda x, d=d: round(float(dot(x)), d), "rounding")
+    add("抄成 torch.tensor（float32）", lambda x: torch.tensor(round(float(dot(x)), 4)), "rounding")
+    add("抄成 float64 张量", lambda x: torch.tensor(round(float(dot(x)), 4), dtype=torch.float64),
+        "rounding")
+    add("抄成 np.float32", lambda x: np.float32(round(float(dot(x)), 4)), "rounding")
+    # 正确：float32 或 float64，任何求和顺序
+    add("倒着求和（float32）", lambda x: (x["q"] * x["k"]).flip(0).sum(), "pass")
+    add("逐项累加（float32）", lambda x: sum((x["q"] * x["k"]).unbind(), torch.tensor(0.0)), "pass")
+    add("cumsum 的最后一项", lambda x: (x["q"] * x["k"]).cumsum(0)[-1], "pass")
+    add("math.fsum（float64）", lambda x: math.fsum(float(a) * float(b)
+                                                   for a, b in zip(x["q"], x["k"])), "pass")
+    add("np.float32 的点积", lambda x: np.dot(x["q"].numpy(), x["k"].numpy()), "pass")
     add("torch.dot(q, q)", lambda x: torch.dot(x["q"], x["q"]), "q_with_itself")
     add("q * k 的列表", lambda x: (x["q"] * x["k"]).tolist(), "shape_not_summed")
     add("没填", lambda x: None, "not_filled")
@@ -374,6 +388,7 @@ def _ffn_cases():
     add("布尔", True, R2, R1 + R2, "type")
     add("字符串", "一百万", R2, R1 + R2, "type")
     add("一维张量", torch.tensor([R1]), R2, R1 + R2, "shape")
+    add("w1 浮点、w2 字符串（都要说出来）", float(R1), str(R2), R1 + R2, "float_count")
     add("w1 没填", None, R2, R1 + R2, "not_filled")
     add("都没填", None, None, None, "not_filled")
     return c

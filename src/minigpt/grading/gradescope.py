@@ -70,7 +70,9 @@ chmod -R go-w {venv}
 RUN_AUTOGRADER = """\
 #!/usr/bin/env bash
 # {title}：Gradescope 对每份提交以 root 运行它一次
-# （两个环境变量只给本书的测试用：在一个临时目录里模拟 /autograder）
+# （上传之前在本机试它：MINIGPT_AUTOGRADER_ROOT 换掉 /autograder，
+#  MINIGPT_AUTOGRADER_PYTHON 换掉 setup.sh 装的 Python；
+#  步骤见教师指南「在 Gradescope 上批改」）
 cd /
 exec "${{MINIGPT_AUTOGRADER_PYTHON:-{venv}/bin/python}}" -I -m minigpt.grading.gradescope run \\
   --root "${{MINIGPT_AUTOGRADER_ROOT:-/autograder}}"

@@ -13,13 +13,22 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import torch
+
 from ..homework import EXERCISES, HomeworkNotFilled, HomeworkWrong, exercise_inputs
+from ..homework.checker import changed_note
 from . import sandbox
 from ..answer_format import MISSING, AnswerFileError, decode_answer, decode_answers, parse_json
 from .submission import code_cells, read_submission
 from .results import CHECKER_ERRORS, ExerciseResult, Problem, SubmissionResult, limits_record
 
 ANSWER_NAMES = sorted({n for e in EXERCISES for n in e.answers})
+# 也记下学生手里的题目数据（模块除外：探针只写得出它的替身）：
+# 一道题答错时，若它的数据在它自己的单元运行完时已被改动，
+# 批改的说明和笔记本里一样，以“注意：你改动了题目给的 …”开头
+GIVEN_TRACKED = sorted(n for e in EXERCISES for n in e.given
+                       if not isinstance(exercise_inputs()[n], torch.nn.Module))
+TRACKED_NAMES = sorted(set(ANSWER_NAMES) | set(GIVEN_TRACKED))
 
 # 批改程序用线程同时批改几份提交（--jobs）。判分这一步会动整个进程共用的状态：
 # exercise_inputs() 先 torch.manual_seed(42) 再从全局随机数发生器取数造题目数据，
@@ -133,12 +142,29 @@ def _earlier_pass(exercise, history, inputs: dict):
     return None
 
 
-def _on_purpose(cells: list[dict], exercise, n: int, gone: bool) -> bool:
-    """第 n 个单元改这道题的答案是不是有意的：删掉了它（del），或者这个单元就是这道题的
+def _given_note(exercise, history, cells: list[dict], inputs: dict) -> str:
+    """这道题自己的单元（初始代码那个）运行完时，学生手里被改动过的题目数据：
+    和笔记本里的检查器同一句提醒（changed_note）；
+    没改动、或者没有记录时返回空字符串。"""
+    anchor = _anchor(cells, exercise)
+    if anchor is None:
+        return ""
+    names = [n for n in exercise.given if n in GIVEN_TRACKED]
+    seen: dict = {}
+    for cell, changed in history:
+        if cell > anchor:
+            break
+        seen.update({n: v for n, v in changed.items() if n in names})
+    given = {n: seen[n] for n in names if n in seen and seen[n] is not MISSING}
+    return changed_note(given, inputs)
+
+
+def _on_purpose(cells: list[dict], exercise, n: int) -> bool:
+    """第 n 个单元改这道题的答案（重新赋值、原地修改、del）是不是有意的：
+    这个单元就是这道题的
     （它的初始代码、调用它的检查器，或者给它的答案变量赋值、又不属于别的题）。
-    别的题的单元（重用了 heads、scores 这样的名字，或者原地改了它 view 的张量）改了它，不是有意的。"""
-    if gone:
-        return True
+    别的单元（别的题的单元重用了 heads、scores 这样的名字，原地改了它 view 的张量，
+    或者最后“收拾干净”时 del 了它）改了它，不是有意的：一道通过了的题保住它的分数。"""
     source = cells[n]["source"] if 0 <= n < len(cells) else ""
     if n == _anchor(cells, exercise) or f"{exercise.checker}(" in source:
         return True
@@ -152,7 +178,8 @@ def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Pr
                    cells: list[dict], history=()) -> ExerciseResult:
     """一道小题的结果。答案的最终值对了就是通过。
 
-    否则，答案以前对过、后来被别的题的单元改了（history：各单元之后答案的变化）：仍是通过，
+    否则，答案以前对过、后来被别的单元改了或删了
+    （history：各单元之后答案的变化）：仍是通过，
     说明写明哪个单元改了哪个变量；这道题自己的单元有意改了它，就照最终值判，说明里也写明是哪个单元。
     再否则，这道题自己的单元出了问题（异常、超时、崩溃、没有运行）就是“出错”或“超时”，写明第几个单元；
     最后是值本身的结论（没有这个变量、未作答、答错）。"""
@@ -164,9 +191,15 @@ def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Pr
         passed_after, changed_in, names, message = earlier
         listed = "、".join(names)
         gone = any(answers[n] is MISSING for n in names)
-        if not _on_purpose(cells, exercise, changed_in, gone):
-            note = (f"注意：{listed} 在代码单元 {changed_in + 1} 里被改动了（重新赋值，或者原地修改了它、它所 view 的张量）。"
-                    f"那个单元不是这道题的，所以批改按代码单元 {passed_after + 1} 运行完时的值给分。")
+        if not _on_purpose(cells, exercise, changed_in):
+            how = "被删除了（del）" if gone else "被改动了"
+            why = "" if gone else "（重新赋值，或者原地修改了它、它所 view 的张量）"
+            if len(names) > 1:
+                note = f"注意：{listed} 都在代码单元 {changed_in + 1} 里{how}{why}。"
+            else:
+                note = f"注意：{listed} 在代码单元 {changed_in + 1} 里{how}{why}。"
+            note += (f"那个单元不是这道题的，"
+                     f"所以批改按代码单元 {passed_after + 1} 运行完时的值给分。")
             return ExerciseResult(exercise.key, exercise.title, "passed", f"{message}。{note}",
                                   None, changed_in + 1)
         if gone:
@@ -174,6 +207,10 @@ def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Pr
         else:
             note = f"{listed} 在代码单元 {passed_after + 1} 运行完时是对的，代码单元 {changed_in + 1} 又改了它。"
         verdict = replace(verdict, message=f"{verdict.message}（{note}）")
+    if verdict.status == "wrong":
+        note = _given_note(exercise, history, cells, inputs)
+        if note:
+            verdict = replace(verdict, message=f"{note}{verdict.message}")
     p = _failure(problems, own_cells(cells, exercise), _anchor(cells, exercise))
     if p is None:
         return verdict
@@ -232,7 +269,7 @@ def _history_of(raw, n_cells: int) -> list:
         for item in raw:
             cell, changed = item["cell"], item["answers"]
             if type(cell) is not int or not last < cell <= n_cells or not isinstance(changed, dict) \
-                    or not set(changed) <= set(ANSWER_NAMES):
+                    or not set(changed) <= set(TRACKED_NAMES):
                 return []
             out.append((cell - 1, {n: decode_answer(v) for n, v in changed.items()}))
             last = cell
@@ -254,7 +291,7 @@ def _read(path: Path, result: SubmissionResult) -> list[dict]:
 def _run(cells: list[dict], limits: sandbox.Limits, sandboxed: bool) -> sandbox.RunOutcome:
     """在沙箱里运行这些代码单元。"""
     request = json.dumps({"sources": [c["source"] for c in cells],
-                          "names": ANSWER_NAMES}).encode("utf-8")
+                          "names": TRACKED_NAMES}).encode("utf-8")
     base = Path(tempfile.mkdtemp(prefix="minigpt-grade-"))
     try:
         return sandbox.run(request, limits, sandboxed, base)
@@ -286,8 +323,9 @@ def _runner_report(outcome: sandbox.RunOutcome, limits: sandbox.Limits, n_cells:
         problems = _problems_of(raw.get("problems"), n_cells)
         if raw.get("answers_problem"):
             raise AnswerFileError(str(raw["answers_problem"])[:200])
-        answers = (decode_answers(raw["answers"], ANSWER_NAMES) if raw.get("answers") is not None
-                   else {n: MISSING for n in ANSWER_NAMES})
+        answers = (decode_answers(raw["answers"], TRACKED_NAMES)
+                   if raw.get("answers") is not None
+                   else {n: MISSING for n in TRACKED_NAMES})
         leftover = raw.get("leftover", 0)
         if type(leftover) is not int or leftover < 0:
             raise AnswerFileError("结果文件的格式不对")

@@ -73,8 +73,15 @@ def _broken_since_passed(namespace: dict, current: Exercise, exercises) -> str:
         if exercise.key == current.key or _PASSED.get(exercise.key) is not namespace:
             continue
         names = "、".join(exercise.answers)
+        if len(exercise.answers) > 1:
+            lead = f"注意：{exercise.part} 已经通过的答案 {names} 都"
+        else:
+            lead = f"注意：{exercise.part} 已经通过的答案 {names} "
         if any(n not in namespace for n in exercise.answers):
-            notes.append(f"注意：{exercise.part} 已经通过的答案 {names} 后来被删除了：批改时这一题没有这个变量。")
+            notes.append(f"{lead}后来被删除了（del）。"
+                         f"删除它的若是别的题的单元，"
+                         f"批改仍按 {exercise.part} 自己的单元运行完时的值给分。"
+                         "不过最好别删它。")
             del _PASSED[exercise.key]
             continue
         try:
@@ -86,7 +93,7 @@ def _broken_since_passed(namespace: dict, current: Exercise, exercises) -> str:
             pass
         del _PASSED[exercise.key]
         notes.append(
-            f"注意：{exercise.part} 已经通过的答案 {names} 后来被改动了（重新赋值，或者原地修改了它、它所 view 的张量），"
+            f"{lead}后来被改动了（重新赋值，或者原地修改了它、它所 view 的张量），"
             f"现在过不了 {exercise.checker} 的检查。"
             f"改动它的若是别的题的单元，批改仍按 {exercise.part} 自己的单元运行完时的值给分。"
             "不过最好在那里换个变量名，原地修改（x += …）也改成新建张量（x = x + …）。")

@@ -7,7 +7,7 @@ import math
 import torch
 
 from .errors import HomeworkWrong
-from .hints import Diagnosis, first_match, rounding_hint
+from .hints import Diagnosis, copied_decimals, copied_hint, first_match, rounding_hint
 from .values import TOLERANCE_TEXT, close, float_tensor, passed, require
 
 
@@ -161,6 +161,12 @@ def judge_dot_score(score, q, k, Q=None, K=None) -> str:
         name, hint = _shape_hint(s, q)
         raise HomeworkWrong("检查 score 的形状：应该是一个数（0 维），"
                             f"收到形状 {tuple(s.shape)} 的张量。{hint}", name)
+    # float32 求和的误差上界：项数 × 2⁻²⁴ × 各项绝对值之和
+    spread = q.shape[0] * 2.0 ** -24 * (q * k).abs().sum().item()
+    copied = copied_decimals(s, data.truth, spread)
+    if copied is not None:   # 照着 ✔ 消息或答案里打印的数抄的：在容差之内，也不算
+        raise HomeworkWrong("检查 score 是否等于 q 与 k 的点积：它不是算出来的。"
+                            f"{copied_hint(copied)}", "rounding")
     if close(s, data.truth):
         return passed(1, f"score = {s.item():.4f}，等于 q 与 k 的点积")
     d_k = q.shape[-1]

@@ -92,6 +92,37 @@ def _total_rows(w1: int, w2: int, h: int, f: int):
     )
 
 
+def _sentence(text: str) -> str:
+    """一条提示收成一句：结尾没有句号、问号时补一个句号。"""
+    text = text.rstrip()
+    return text if text.endswith(("。", "？", "！", "）")) else text + "。"
+
+
+def _layer_problem(name: str, got: int, right: int, layer: str,
+                   h: int, f: int) -> HomeworkWrong:
+    """一层的参数个数不对时的提示：诊断表里的典型错误，
+    否则差 1、约数，最后是平铺直叙的式子。"""
+    for diagnosis, looks, hint in _layer_rows(layer, name, h, f):
+        if looks(got):
+            break
+    else:
+        if _off_by_one(got, right):
+            diagnosis, hint = "off_by_one", (
+                "和正确的个数只差 1：检查是不是多数或少数了一个偏置，"
+                "或者某个维度写成了多 1、少 1 的数")
+        elif _approximate(got, right):
+            diagnosis, hint = "approximate", (
+                "很接近，但参数个数要一个不差："
+                "像是取了约数（比如写成了“约一百万”），"
+                "请用整数的 * 和 + 精确地算")
+        else:
+            diagnosis, hint = "layer", (
+                f"{layer} 的参数 = 权重（输入维度 × 输出维度）"
+                "+ 偏置（输出维度）："
+                f"先弄清 {layer} 的输入、输出各是几维，再按这条式子数一遍")
+    return HomeworkWrong(f"检查 {name}：{got:,} 不对。{hint}", diagnosis)
+
+
 def judge_ffn_params(w1_params, w2_params, total_params,
                      hidden_size=512, d_ff=2048) -> str:
     """作业 3：FFN 两个线性层的参数量，包含偏置（见第 5 节）。
@@ -104,9 +135,16 @@ def judge_ffn_params(w1_params, w2_params, total_params,
     require(w1_params=w1_params, w2_params=w2_params, total_params=total_params)
     h = count(hidden_size, "hidden_size", given=True)
     f = count(d_ff, "d_ff", given=True)
-    w1, w2, total = (count(v, n) for v, n in (
-        (w1_params, "w1_params"), (w2_params, "w2_params"),
-        (total_params, "total_params")))
+    problems: list[HomeworkWrong] = []   # 这一题里每个不对的数各一条，都说出来
+    counts = {}
+    for value, name in ((w1_params, "w1_params"), (w2_params, "w2_params"),
+                        (total_params, "total_params")):
+        try:
+            counts[name] = count(value, name)
+        except HomeworkWrong as err:
+            problems.append(err)
+    w1, w2, total = (counts.get(n)
+                     for n in ("w1_params", "w2_params", "total_params"))
     right1, right2 = f * h + f, h * f + h
     if (w1, w2) == (right2, right1) and right1 != right2:
         raise HomeworkWrong(
@@ -116,34 +154,19 @@ def judge_ffn_params(w1_params, w2_params, total_params,
             "两层的权重一样多，偏置是每个输出维一个，所以不一样多", "swapped")
     for name, got, right, layer in (("w1_params", w1, right1, "W1"),
                                     ("w2_params", w2, right2, "W2")):
-        if got == right:
-            continue
-        for diagnosis, looks, hint in _layer_rows(layer, name, h, f):
-            if looks(got):
-                break
-        else:
-            if _off_by_one(got, right):
-                diagnosis, hint = "off_by_one", (
-                    "和正确的个数只差 1：检查是不是多数或少数了一个偏置，"
-                    "或者某个维度写成了多 1、少 1 的数")
-            elif _approximate(got, right):
-                diagnosis, hint = "approximate", (
-                    "很接近，但参数个数要一个不差："
-                    "像是取了约数（比如写成了“约一百万”），"
-                    "请用整数的 * 和 + 精确地算")
-            else:
-                diagnosis, hint = "layer", (
-                    f"{layer} 的参数 = 权重（输入维度 × 输出维度）"
-                    "+ 偏置（输出维度）："
-                    f"先弄清 {layer} 的输入、输出各是几维，再按这条式子数一遍")
-        raise HomeworkWrong(f"检查 {name}：{got:,} 不对。{hint}", diagnosis)
-    if total != w1 + w2:
+        if got is not None and got != right:
+            problems.append(_layer_problem(name, got, right, layer, h, f))
+    if None not in (w1, w2, total) and total != w1 + w2:
         for diagnosis, looks, hint in _total_rows(w1, w2, h, f):
             if looks(total):
                 break
         else:
             diagnosis, hint = "total", "FFN 的总参数量就是两层之和"
-        raise HomeworkWrong(f"检查 total_params：{total:,} "
-                            f"不等于 w1_params + w2_params。{hint}", diagnosis)
+        problems.append(HomeworkWrong(
+            f"检查 total_params：{total:,} 不等于 w1_params + w2_params。{hint}",
+            diagnosis))
+    if problems:
+        raise HomeworkWrong(" ".join(_sentence(str(p)) for p in problems),
+                            problems[0].diagnosis)
     return passed(3, f"W1 {w1:,} + W2 {w2:,} = {total:,} 个参数，"
                      f"抵得上约 {total / h ** 2:.0f} 个 {h}×{h} 的方阵")

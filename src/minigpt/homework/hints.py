@@ -58,7 +58,8 @@ def first_nan_match(got: torch.Tensor, rows, ctx) -> Diagnosis | None:
 
 
 def rounding_hint(got: torch.Tensor, truth: torch.Tensor) -> str | None:
-    """got 是把 truth 四舍五入到 0～4 位小数的结果时给出提示（常见于照着打印出的小数抄）；
+    """got 在容差之外、是把 truth 四舍五入到 0～4 位小数的结果时给出提示
+    （常见于照着打印出的小数抄）；
     否则，got 与 truth 处处相差不到千分之一时，如实说“很接近但超出了容差”。
 
     提示只说像是哪种做法，不说正确值，也不说差了多少。
@@ -68,17 +69,53 @@ def rounding_hint(got: torch.Tensor, truth: torch.Tensor) -> str | None:
     for d in range(5):
         rounded = torch.round(truth, decimals=d)
         if close(got, rounded) and not close(rounded, truth):
-            if d == 0:
-                return ("你的数像是取了整（int(…) 或 round(…)）：这里的数一般是小数，"
-                        "请交计算出来的张量本身，不要取整")
-            return (f"你的数像是四舍五入到了 {d} 位小数"
-                    "（或者是照着打印出来的数抄的）："
-                    "检查器按容差比较，请交计算出来的张量本身，不要舍入")
+            return copied_hint(d)
     gap = (got - truth).abs().max()
     if gap <= 1e-3 * max(1.0, truth.abs().max().item()):
         return ("你的数与正确值处处相差不到千分之一，但超出了容差：像是用了照着打印出来的"
                 "几位小数手算的数。请直接用题目给的张量计算，不要舍入")
     return None
+
+
+# 书和检查器打印小数的位数（print 张量 4 位，✔ 消息 :.4f）；
+# 抄下任何一种都认得出，多查几位也无妨
+PRINTED_DECIMALS = range(0, 9)
+
+
+def copied_decimals(got: torch.Tensor, truth: torch.Tensor,
+                    spread: float = 0.0) -> int | None:
+    """一个数的答案（0 维）正好是 truth 舍入到 d 位小数的那个数
+    （照着打印出来的数抄的）时返回 d，否则返回 None。
+
+    它与容差无关：0.2776 离正确值 0.277595… 在容差之内，却不是算出来的。
+    只认恰好等于舍入值的数（float64 的，或转成 float32 的）；舍入值离 truth 近到
+    float32 的计算也可能得出它时不算，
+    所以 float32、float64、任何求和顺序算出的数都不会被当成抄的。
+    spread：float32 按不同顺序求和可能差出的距离（由调用者按项数和各项大小估计）。
+    """
+    if got.dim() != 0 or truth.dim() != 0 or not torch.isfinite(got).all():
+        return None
+    g, t = got.double().item(), truth.double().item()
+    # float32 的计算可能差到的距离：相对 1e-6（约 8 个 float32 的最小单位），
+    # 再加一点绝对误差
+    near = max(1e-6 * abs(t), spread) + 1e-12
+    for d in PRINTED_DECIMALS:
+        r = round(t, d)
+        if abs(r - t) <= near:
+            continue
+        if g == r or g == torch.tensor(r, dtype=torch.float32).double().item():
+            return d
+    return None
+
+
+def copied_hint(d: int) -> str:
+    """copied_decimals 认出的抄来的数：说像是哪种做法。"""
+    if d == 0:
+        return ("你的数像是取了整（int(…) 或 round(…)）：这里的数一般是小数，"
+                "请交计算出来的张量本身，不要取整")
+    return (f"你的数像是四舍五入到了 {d} 位小数"
+            "（或者是照着打印出来的数抄的）："
+            "请交计算出来的张量本身，不要舍入，也不要抄打印出来的数")
 
 
 def constant_offset(got: torch.Tensor, truth: torch.Tensor) -> str | None:
@@ -118,6 +155,9 @@ def judge_tensor(value, name: str, truth: torch.Tensor, diagnoses, ctx, *, what:
     if not torch.isfinite(got).all():
         raise HomeworkWrong(f"{name} 里有无穷大：检查计算过程（遮蔽的 -inf 只该出现在 softmax 之前）",
                             "inf")
+    copied = copied_decimals(got, truth)
+    if copied is not None:
+        raise HomeworkWrong(f"检查 {name} 的数值：{copied_hint(copied)}", "rounding")
     if close(got, truth):
         return
     row = first_match(got, truth, diagnoses, ctx)
