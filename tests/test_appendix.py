@@ -219,6 +219,7 @@ def test_attention_first_position_decomposition_is_glued(page):
                    f"{fp.attention_last_output_norm[0]:.3f}", f"{fp.attention_last_output_norm[-1]:.3f}"):
         assert number in prose, number
     assert "离 -1.5 比离 -1 近" in prose and abs(k + 1.5) < abs(k + 1)
+    assert abs(k_w + 1) < 0.1, k_w   # “斜率……差不多正好是 1/n”
 
 
 def test_length_sweep_says_short_inputs_are_prefixes(page):

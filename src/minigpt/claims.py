@@ -18,9 +18,18 @@ from .probes import first_pass_weight, uniform_weights
 from .tasks import REPEAT_VOCAB, repeat_batch
 from .seeds import ROLE, SNAPSHOT_EVERY, TEST_SEED
 
-NEAR_CHANCE = 0.15   # “和瞎猜差不多”：与 ln 16 相差不到它
 CHANCE = math.log(REPEAT_VOCAB)
-ABOVE_FLAT = 0.05    # “比平摊的头多”：至少多出它
+# 结论里的门槛：正文把它们 glue 进去，测试也从这里取，一个数只写一次
+NEAR_CHANCE = 0.15   # “和瞎猜差不多”：与 ln 16 相差不到它
+COPY_LOW = 1.0       # 能抄的位置学会了：损失低于它
+ABOVE_FLAT = 0.05    # 另一个头分给第一遍 A 的权重比平摊的头至少多出它
+CHEAP = 0.1          # 换掉第一层的另一个头，能抄处的损失升不到它
+PARTNER_GAP = 0.3    # 换掉前一个 token 头后仍比瞎猜低这么多……
+PARTNER_PREV = 0.4   # ……的种子，另一个头的前一个 token 分数也在它以上
+EACH_NEEDED = 0.5    # 换掉第二层任何一个头，能抄处的损失至少升高这么多
+REDIRECT_BEFORE = 0.15   # 改道之前，模型给 token[j] 的概率低于它
+PREV_ROWS = 0.8      # 前一个 token 头在归纳头要找的各行（第 5–19 行）都在它以上
+GRAMMAR_LEARNED = 0.99   # 玩具语法：D₂ 猜对的概率都不低于它
 
 
 def uniform_first_pass() -> float:
@@ -38,30 +47,32 @@ CLAIMS: dict[str, Callable[[dict[str, float]], bool]] = {
     # 第一层有前一个 token 头
     "prev_head": lambda f: f["prev"] > ROLE,
     "other_no_role": lambda f: f["prev_other"] < ROLE and f["ind1_other"] < ROLE,
+    # 另一个头的前一个 token 分数也过了门槛（练习 1 的提示）
+    "other_prev_passes": lambda f: f["prev_other"] > ROLE,
     # 另一个头分给第一遍的权重，比平摊的头至少多 ABOVE_FLAT
     "other_first_pass": lambda f: (f["first_pass_other"]
                                    > UNIFORM_FIRST_PASS + ABOVE_FLAT),
-    # 换掉它，能抄处的损失升不到 0.1
-    "other_cheap": lambda f: f["cut_other"] < 0.1,
+    # 换掉它，能抄处的损失升不到 CHEAP
+    "other_cheap": lambda f: f["cut_other"] < CHEAP,
     "l1_no_induction": lambda f: f["ind1_max"] < ROLE,
     "l2_induction": lambda f: f["ind2_min"] > ROLE and f["prev2_max"] < ROLE,
-    "copy_low": lambda f: f["copy"] < 1.0,
+    "copy_low": lambda f: f["copy"] < COPY_LOW,
     # 其余位置：略高于瞎猜（误用归纳）
     "other_above_chance": lambda f: f["other"] > CHANCE,
     "cut_prev_chance": lambda f: abs(f["cut_prev"] - CHANCE) < NEAR_CHANCE,
     "cut_prev_above": lambda f: f["cut_prev"] > CHANCE + NEAR_CHANCE,
-    # 换掉前一个 token 头后损失仍比瞎猜低 0.3 以上的种子，和另一个头的
-    # 前一个 token 分数在 0.4 以上的种子，是不是同一批（0.4 是看着种子 0–5 划的）
-    "cut_prev_partner": lambda f: ((f["cut_prev"] < CHANCE - 0.3)
-                                   == (f["prev_other"] > 0.4)),
+    # 换掉前一个 token 头后损失仍比瞎猜低 PARTNER_GAP 以上的种子，和另一个头的前一个
+    # token 分数在 PARTNER_PREV 以上的种子，是不是同一批（这条线是看着种子 0–5 划的）
+    "cut_prev_partner": lambda f: ((f["cut_prev"] < CHANCE - PARTNER_GAP)
+                                   == (f["prev_other"] > PARTNER_PREV)),
     "cut_prev_no_induction": lambda f: f["cut_prev_ind"] < ROLE,
-    "l2_each_needed": lambda f: f["cut_l2_min"] > f["copy"] + 0.5,
+    "l2_each_needed": lambda f: f["cut_l2_min"] > f["copy"] + EACH_NEEDED,
     "l2_both_mean_chance": lambda f: abs(f["cut_l2_both"] - CHANCE) < NEAR_CHANCE,
     "l2_both_zero_above": lambda f: f["cut_l2_both_zero"] > CHANCE,
     "keys_carry_it": lambda f: f["swap_k"] < ROLE < f["swap_q"],
     # 上下文里出现过的 token 被多押
     "context_bias": lambda f: f["redirect_before"] > 1 / REPEAT_VOCAB,
-    "redirect_copies": lambda f: (f["redirect_before"] < 0.15
+    "redirect_copies": lambda f: (f["redirect_before"] < REDIRECT_BEFORE
                                   and f["redirect_after"] > ROLE),
     # 两个分数在同一个副本上第一次过门槛
     "same_window": lambda f: f["step_prev"] == f["step_ind"],
@@ -79,10 +90,10 @@ CLAIMS: dict[str, Callable[[dict[str, float]], bool]] = {
                               and f["ind_early_max"] < ROLE
                               and f["first_pass_early"] > 0.5),
     "first_in_pass_chance": lambda f: abs(f["pos_first"] - CHANCE) < NEAR_CHANCE,
-    "rest_in_pass_low": lambda f: f["pos_rest_max"] < 1.0,
-    "prev_where_needed": lambda f: (f["prev_rows_min"] > 0.8
+    "rest_in_pass_low": lambda f: f["pos_rest_max"] < COPY_LOW,
+    "prev_where_needed": lambda f: (f["prev_rows_min"] > PREV_ROWS
                                     and f["prev_late_max"] < ROLE),
-    "grammar_learned": lambda f: f["grammar_d2_min"] >= 0.99,
+    "grammar_learned": lambda f: f["grammar_d2_min"] >= GRAMMAR_LEARNED,
     "grammar_det_head": lambda f: not math.isnan(f["grammar_det_head"]),
 }
 
