@@ -496,7 +496,8 @@ EXPECTED_COUNTS = {
     "prev_head": 6, "other_no_role": 5, "other_prev_passes": 1, "other_first_pass": 6, "other_cheap": 3, "l1_no_induction": 6,
     "l2_induction": 6, "copy_low": 6, "other_above_chance": 6, "cut_prev_chance": 1, "cut_prev_above": 3,
     "cut_prev_partner": 6, "cut_prev_no_induction": 6, "l2_each_needed": 6, "l2_both_mean_chance": 6,
-    "l2_both_zero_above": 6, "keys_carry_it": 6, "context_bias": 6, "redirect_copies": 6, "same_window": 6,
+    "l2_both_zero_above": 6, "keys_carry_it": 6, "context_bias": 6, "redirect_copies": 6, "same_window": 5,
+    "next_window": 6,
     "at_steepest_drop": 6, "in_300_400": 4, "first_stage": 6, "first_in_pass_chance": 6,
     "rest_in_pass_low": 6, "prev_where_needed": 2, "grammar_learned": 6, "grammar_det_head": 2,
 }
@@ -509,6 +510,34 @@ def test_every_count_over_the_seeds_is_what_the_text_says():
     counts = claim_counts({seed: st.facts for seed, st in C.studies().items()})
     assert set(EXPECTED_COUNTS) == set(CLAIMS)
     assert counts == EXPECTED_COUNTS
+
+
+@SLOW
+def test_seed_7_is_still_in_the_first_stage_at_step_800():
+    """正文说：练习 1 的种子 7 训练到第 800 步还停在第一阶段，两个角色一个也没长出来，
+    用的是一层模型的办法：第一层的两个头都把一半以上的权重给第一遍 A。"""
+    from minigpt.claims import CHANCE
+
+    seven = C.studies((7,))[7]
+    f = seven.facts
+    assert max(f["prev"], f["prev_other"], f["prev2_max"], f["ind1_max"], f["ind2_max"]) < ROLE
+    assert f["step_prev"] != f["step_prev"] and f["step_ind"] != f["step_ind"]   # nan：从没过门槛
+    assert f["copy"] < CHANCE - NEAR_CHANCE
+    ids = C.test_batch().ids[:, :-1]
+    weights = seven.run.model.attention_weights(ids)[0]
+    assert H.first_pass_weight(weights, C.test_batch()).min().item() > ROLE
+
+
+def test_every_glued_count_in_the_english_section_7_reads_n_of_the_seeds():
+    """英文版没有复数变化的机制：“在几个种子上成立”的数一律写成 “n of …”，
+    1 也读得通（不会出现 “1 seeds”）。"""
+    from babel.messages.pofile import read_po
+
+    po = PAGE.parents[1] / "locale" / "en" / "LC_MESSAGES" / "book" / "s7_trained_heads.po"
+    with po.open("rb") as fh:
+        english = " ".join(m.string for m in read_po(fh) if m.id and m.string)
+    counts = re.findall(r"\{glue:text\}`s7_n_(?!seeds`)\w+`(.{0,4})", english)
+    assert counts and all(after.startswith(" of") for after in counts), counts
 
 
 @SLOW
