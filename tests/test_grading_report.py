@@ -101,16 +101,28 @@ def test_an_exception_in_the_first_part_leaves_every_untouched_part_not_attempte
     assert {r.status for r in results[1:]} == {"not_attempted"}, [(r.key, r.status) for r in results]
 
 
-def test_a_correct_part_deleted_later_is_missing_and_not_blamed_on_an_earlier_cells_error():
+def test_a_correct_part_deleted_by_another_cell_keeps_its_points_and_no_earlier_cells_error():
+    """最后加的一个单元 del 掉了最后一道题的答案：那个单元不是这道题的，仍得分，说明写出那个单元；
+    第一道题的 NameError 不算在它头上。"""
     solutions = tool.solutions()
     first, last = EXERCISES[0], EXERCISES[-1]
     cells = _notebook({**solutions, first.key: "score = undefined_name"},
                       last="del " + ", ".join(last.answers))
     got = _by_key(_grade(cells)[0])
     assert got[first.key].status == "error"
-    assert got[last.key].status == "missing" and got[last.key].exception is None
-    assert "NameError" not in got[last.key].message and "运行结束时没有变量" in got[last.key].message
+    assert got[last.key].status == "passed" and got[last.key].exception is None
+    assert "NameError" not in got[last.key].message
+    assert f"在代码单元 {len(cells)} 里被删除了" in got[last.key].message
     assert {got[e.key].status for e in EXERCISES[1:-1]} == {"passed"}
+
+
+def test_a_part_that_deletes_its_own_answer_in_its_own_cell_is_missing():
+    """同一道题的单元里先做对、再 del 掉答案：这是有意的，批改按运行结束时的值判——没有这个变量。"""
+    solutions = tool.solutions()
+    last = EXERCISES[-1]
+    own = solutions[last.key] + "\ndel " + ", ".join(last.answers)
+    got = _by_key(_grade(_notebook({**solutions, last.key: own}))[0])
+    assert got[last.key].status == "missing", got[last.key].message
 
 
 def test_an_error_in_a_cell_that_assigns_the_answer_is_this_parts_error():
