@@ -39,9 +39,11 @@ def sandbox_says_all_right(monkeypatch):
     """sandbox.run 交回 runner 会交回的那一行：全部答案正确、没有单元出问题。"""
     namespace = _right_answers()
     assert set(namespace) == set(judge.ANSWER_NAMES)
+    given = exercise_inputs()
+    namespace.update({name: given[name] for name in judge.GIVEN_TRACKED})  # 题目给的数据，学生没动过
     sink: list[str] = []
     namespace["print"] = lambda *a, **k: sink.append(" ".join(map(str, a)))
-    exec(answers.probe_source(judge.ANSWER_NAMES), namespace)
+    exec(answers.probe_source(judge.TRACKED_NAMES), namespace)
     raw = answers.parse_json(answers.answers_from_output("\n".join(sink)))
     line = json.dumps({"answers": raw, "problems": [], "leftover": 0}).encode()
     monkeypatch.setattr(judge.sandbox, "run",
