@@ -47,11 +47,19 @@ def _anchors(html: Path) -> dict[str, list[str]]:
     return out
 
 
-def _build(tmp: Path, text: str) -> dict[str, list[str]]:
-    src = tmp / "src"
+def _write_source(src: Path, text: str) -> None:
+    """小书：术语表，加上它用 {doc} 链接的各页的空壳（孤页，只有标题）。"""
     src.mkdir(parents=True)
     (src / "conf.py").write_text(CONF, encoding="utf-8")
     (src / "glossary.md").write_text(text, encoding="utf-8")
+    for doc in set(re.findall(r"\{doc\}`[^`<]*<([^>`]+)>`|\{doc\}`([^`<]+)`", text)):
+        name = doc[0] or doc[1]
+        (src / f"{name}.md").write_text(f"---\norphan: true\n---\n# {name}\n", encoding="utf-8")
+
+
+def _build(tmp: Path, text: str) -> dict[str, list[str]]:
+    src = tmp / "src"
+    _write_source(src, text)
     proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(src), str(tmp / "out")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -96,10 +104,7 @@ def test_every_anchor_is_readable_and_unique(tmp_path):
 def test_a_chinese_term_without_an_english_name_fails_the_build_naming_it(tmp_path):
     entry = "无名术语\n  没有英文名的一条。\n\n"
     src = tmp_path / "src"
-    src.mkdir()
-    (src / "conf.py").write_text(CONF, encoding="utf-8")
-    (src / "glossary.md").write_text(_with_term_first(GLOSSARY.read_text(encoding="utf-8"), entry),
-                                     encoding="utf-8")
+    _write_source(src, _with_term_first(GLOSSARY.read_text(encoding="utf-8"), entry))
     proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(src), str(tmp_path / "o")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0

@@ -102,7 +102,8 @@ def test_the_english_guide_quotes_the_english_hints():
         english = "\n".join(m.string for m in read_po(f) if m.id)
     with open(REPO / "locale" / "en" / "LC_MESSAGES" / "book" / "teacher_guide.po", "rb") as f:
         rows = [m.string for m in read_po(f) if m.id and "「" in m.id and "（`" in m.id]
-    quotes = [q for row in rows for q in re.findall(r"“([^”]+)”", row)]
+    # 引用的提示紧跟着诊断的名字：“…”（`name`）；正文里写直引号（locale/en/STYLE.md：构建时印成弯引号）
+    quotes = [q for row in rows for q in re.findall(r'[“"]([^”"]+)[”"] \(`', row)]
     assert len(quotes) >= 40
     for quote in quotes:
         for piece in quote.split("…"):

@@ -564,8 +564,8 @@ def trained_head_explorer(weights, tokens, static: Figure, alt: str,
     layers, heads = len(values), values[0].shape[0]
     position = seq - 1 if position is None else range(seq)[position]
     if not (0 <= layer < layers and 0 <= head < heads):
-        raise ValueError(f"layer 应在 0..{layers - 1}、head 应在 0..{heads - 1} 之间，"
-                         f"收到 layer = {layer}、head = {head}")
+        raise ValueError(f"layer 应在 0..{layers - 1}、head 应在 0..{heads - 1} "
+                         f"之间，收到 layer = {layer}、head = {head}")
 
     def induction_target(t: int) -> int | None:
         if copy_start is None or copy_length is None or t < copy_start:

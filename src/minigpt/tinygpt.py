@@ -52,7 +52,8 @@ class TinyGPT(nn.Module):
         return self.out(x)
 
     def block_inputs(self, ids: torch.Tensor) -> list[torch.Tensor]:
-        """每一层读到的输入（残差流）：第 l 项是 blocks[l] 的 [batch, seq, d_model]。"""
+        """每一层读到的输入（残差流）：第 l 项是 blocks[l] 的输入，
+        形状 [batch, seq, d_model]。"""
         causal = self.mask[:ids.shape[1], :ids.shape[1]]
         xs = [self.embed(ids)]
         for block in self.blocks[:-1]:
