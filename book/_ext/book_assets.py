@@ -120,8 +120,8 @@ def defer_head_scripts(app: Sphinx, pagename: str, templatename: str, context: d
     from sphinx.builders.html._assets import _JavaScript
 
     scripts = context.get("script_files")
-    if not scripts:
-        return
+    if not scripts or pagename == "search":
+        return  # 搜索页的内联脚本一加载就调用 doctools.js 的 _ready：那一页的脚本照原样按顺序执行
     for i, script in enumerate(scripts):
         filename = str(getattr(script, "filename", script) or "")
         attributes = dict(getattr(script, "attributes", None) or {})
