@@ -153,7 +153,7 @@ def test_the_final_value_counts_even_after_the_checker_complained():
     ("4b", "heads = 1 - x  # 重用了作业 4（一）的名字\n" + "{4b}", "4a", "heads"),
     ("4b", "{4b}\nweights = torch.softmax(head_scores, dim=-1)  # 重用了作业 2（二）的名字", "2b", "weights"),
     ("4b", "{4b}\nscores = 0  # 题目数据，不是答案\nmerged = attn_out", "4a", "merged"),
-    ("5b", "x.mul_(2)  # 原地改了 x：heads、merged 是它的 view\n{5b}", "4a", "heads、merged"),
+    ("5b", "x.mul_(2)  # 原地改了 x：heads、merged 是它的 view\n{5b}", "4a", "heads 和 merged"),
     ("5b", "ln_out = 0\n{5b}", "5a", "ln_out"),
 ])
 def test_an_answer_a_later_part_changes_keeps_its_points_with_the_cell_named(key, cell, changed, part):
@@ -162,7 +162,7 @@ def test_an_answer_a_later_part_changes_keeps_its_points_with_the_cell_named(key
     got = _by_key(_grade(cells)[0])
     where = next(n for n, c in enumerate(cells) if _starter(c) == key) + 1
     assert got[changed].status == "passed", got[changed].message
-    both = "都" if "、" in part else ""
+    both = "都" if " 和 " in part else ""
     assert f"{part} {both}在代码单元 {where} 里被改动了" in got[changed].message
     r = SubmissionResult("s.ipynb", True, exercises=list(got.values()))
     assert any(f"代码单元 {where}" in line for line in report.details(r))

@@ -274,7 +274,7 @@ def test_a_correct_answer_deleted_by_a_later_cell_keeps_its_points_and_no_earlie
     assert _statuses(sub) == {**dict.fromkeys(KEYS, "passed"), "1b": "error"}
     assert sub["exercises"]["1b"]["exception"] == "NameError"
     assert sub["exercises"]["3"]["exception"] is None and "NameError" not in sub["exercises"]["3"]["message"]
-    assert "w1_params、w2_params、total_params 都在代码单元" in sub["exercises"]["3"]["message"]
+    assert "w1_params、w2_params 和 total_params 都在代码单元" in sub["exercises"]["3"]["message"]
     assert "里被删除了" in sub["exercises"]["3"]["message"]
     assert any(p["exception"] == "HomeworkWrong" for p in sub["cell_problems"])   # 记在 JSON 里……
     lines = _details(proc.stdout, "deleted_after_error.ipynb")
@@ -289,7 +289,7 @@ def test_an_answer_changed_in_place_by_a_later_part_keeps_its_points_and_the_cel
     sub = by_name["changed_in_place.ipynb"]
     assert _statuses(sub) == dict.fromkeys(KEYS, "passed") and sub["points"] == TOTAL
     cell = _code_cell_of("changed_in_place.ipynb", "5b")
-    assert f"heads、merged 都在代码单元 {cell} 里被改动了" in sub["exercises"]["4a"]["message"]
+    assert f"heads 和 merged 都在代码单元 {cell} 里被改动了" in sub["exercises"]["4a"]["message"]
     assert sub["exercises"]["4a"]["cell"] == cell
     assert any(f"代码单元 {cell} 里被改动了" in line for line in _details(proc.stdout, "changed_in_place.ipynb"))
 

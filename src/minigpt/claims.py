@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import cache
 
 import torch
 
@@ -32,15 +33,15 @@ PREV_ROWS = 0.8      # 前一个 token 头在归纳头要找的各行（第 5–
 GRAMMAR_LEARNED = 0.99   # 玩具语法：D₂ 猜对的概率都不低于它
 
 
+@cache
 def uniform_first_pass() -> float:
     """平摊的头（权重均分给自己和左边）在第二遍里分给整个第一遍 A 的权重，
-    用正文的 512 条测试序列量（见第 7 节「两个角色，两个分数」）。"""
+    用正文的 512 条测试序列量（见第 7 节「两个角色，两个分数」）。第一次用到时才算，
+    之后记住：导入本模块不做计算。"""
     test = repeat_batch(512, torch.Generator().manual_seed(TEST_SEED))
     flat = uniform_weights(len(test.ids), test.ids.shape[1] - 1)
     return first_pass_weight(flat, test).item()
 
-
-UNIFORM_FIRST_PASS = uniform_first_pass()
 
 # 第 7 节 训练出来的头「换几个种子」
 CLAIMS: dict[str, Callable[[dict[str, float]], bool]] = {
@@ -51,7 +52,7 @@ CLAIMS: dict[str, Callable[[dict[str, float]], bool]] = {
     "other_prev_passes": lambda f: f["prev_other"] > ROLE,
     # 另一个头分给第一遍的权重，比平摊的头至少多 ABOVE_FLAT
     "other_first_pass": lambda f: (f["first_pass_other"]
-                                   > UNIFORM_FIRST_PASS + ABOVE_FLAT),
+                                   > uniform_first_pass() + ABOVE_FLAT),
     # 换掉它，能抄处的损失升不到 CHEAP
     "other_cheap": lambda f: f["cut_other"] < CHEAP,
     "l1_no_induction": lambda f: f["ind1_max"] < ROLE,

@@ -17,6 +17,7 @@ import torch
 
 from ..homework import EXERCISES, HomeworkNotFilled, HomeworkWrong, exercise_inputs
 from ..homework.checker import changed_note
+from ..homework.names import listing
 from . import sandbox
 from ..answer_format import MISSING, AnswerFileError, decode_answer, decode_answers, parse_json
 from .submission import code_cells, read_submission
@@ -92,7 +93,7 @@ def _verdict(exercise, answers: dict, inputs: dict) -> ExerciseResult:
     mine = {n: answers[n] for n in exercise.answers}
     gone = [n for n, v in mine.items() if v is MISSING]
     if gone:
-        gone_names = "、".join(gone)
+        gone_names = listing(gone)
         return ExerciseResult(exercise.key, exercise.title, "missing",
                               f"运行结束时没有变量 {gone_names}（从来没有定义，或者被后面的单元"
                               "删除了）：批改看的是运行结束时答案变量的值")
@@ -189,7 +190,7 @@ def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Pr
     earlier = _earlier_pass(exercise, history, inputs)
     if earlier is not None:
         passed_after, changed_in, names, message = earlier
-        listed = "、".join(names)
+        listed = listing(names)
         gone = any(answers[n] is MISSING for n in names)
         if not _on_purpose(cells, exercise, changed_in):
             how = "被删除了（del）" if gone else "被改动了"

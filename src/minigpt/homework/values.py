@@ -10,6 +10,7 @@ import numbers
 import torch
 
 from .errors import HomeworkNotFilled, HomeworkWrong
+from .names import listing
 
 # 容差：|你的 − 正确| ≤ atol + rtol·|正确|（逐元素，和 torch.allclose 相同）
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
@@ -21,7 +22,7 @@ def require(**answers) -> None:
     missing = [name for name, value in answers.items()
                if value is None or value is Ellipsis]
     if missing:
-        listed = "、".join(missing)
+        listed = listing(missing)
         raise HomeworkNotFilled(f"{listed} 还没有填写："
                                 "把 None 换成你的计算结果再运行", "not_filled")
 
