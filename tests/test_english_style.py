@@ -11,7 +11,8 @@
   专有名词和几个固定大写的术语首字母大写；
 - 不把三四个分句用分号串成一句（列表除外：分号前有冒号引出的是列表）；
 - 编号的东西写全称（Figure、Equation，不写 Fig.、eq.），写 "Let us" 不写 "let's"，乘号两边有空格（3 × 3），
-  短列表不加 serial comma（Q, K and V），正文用直引号（构建时自动变成弯引号），标题与框的标题用弯引号。
+  短列表不加 serial comma（Q, K and V），正文用直引号（构建时自动变成弯引号），标题与框的标题用弯引号，
+  逗号与句号放在后引号里面（美式）。
 
 每条规则先在植入了错误的文字上证明它抓得住（test_each_rule_catches_a_planted_error），再要求真实的目录里一条都没有。
 """
@@ -74,6 +75,7 @@ FORMS = [  # 散文与代码里的人话都查（图上的字在 code.po 里）
 PROSE_FORMS = [  # 只查页面的散文（弯引号那条不查标题：标题本来就写弯引号）
     (r"(?<![\w-])(\w+|CODE|MATH|ROLE), ((?!MATH\b)\w+|CODE|ROLE), (and|or) ", "短列表不加 serial comma：Q, K and V"),
     (r"[“”]", "正文写直引号（构建时的 smart quotes 把它印成弯引号）；弯引号只用在标题与框的标题里"),
+    (r"(?<=[^\s(\[{=])[\"”][.,]", "美式标点：逗号与句号放在后引号里面（\"the cat sat,\" 不写 \"the cat sat\",）"),
 ]
 
 DASHES = [
@@ -248,6 +250,8 @@ PLANTED = [
     ("it projects into Q, K, and V", "serial comma"),
     ("the token “cat”", "直引号"),
     ("These exercises have no standard answer.", "single right answer"),
+    ('Take the sentence "the cat sat".', "美式标点"),
+    ('it says "I can be a subject", and', "美式标点"),
 ]
 
 
@@ -267,6 +271,7 @@ def test_each_rule_catches_a_planted_error(text, what):
     "See Figure 2.1 and Equation (2.3); let us measure a 3 × 3 table of Q, K and V.",
     "Karpathy's video *Let's build GPT* has no single right answer.",
     "Assembling a block, LayerNorm and the residual path, and Section 7's figure.",
+    'Take the sentence "the cat sat." It says "I can be a subject," and `print("a", "b")`.',
 ])
 def test_correct_english_passes(text):
     assert text_problems(text, prose=True) == []
