@@ -290,7 +290,7 @@ def test_ffn_params_accepts_the_right_answer_as_any_integer_type(capsys):
 
 @pytest.mark.parametrize("w1,w2,total,pattern", [
     (None, 1_049_088, 2_099_712, r"^w1_params 还没有填写"),
-    (None, None, None, "w1_params、w2_params、total_params 还没有填写"),
+    (None, None, None, "w1_params、w2_params 和 total_params 都还没有填写"),
     (1_050_624, 1_049_088, None, r"^total_params 还没有填写"),
     (2048 * 512, 512 * 2048, 2 * 512 * 2048, "w1_params.*漏了偏置"),
     (1_050_624, 512 * 2048, 1_050_624 + 512 * 2048, "w2_params.*漏了偏置"),
@@ -498,13 +498,13 @@ def test_a_later_checker_says_at_once_which_passed_part_its_cell_changed():
     said = _cells(SETUP, SPLIT, "heads = mha.split_heads(mha.W_Q(x))  # 重用了名字\n"
                                 "attn_out = mha(x, causal_mask(3))\ncheck_mha_output(attn_out, x, mha)")
     assert said.startswith("✔ 作业 4 通过")
-    assert "注意：作业 4（一） 已经通过的答案 heads、merged 都后来被改动了" in said
+    assert "注意：作业 4（一） 已经通过的答案 heads 和 merged 都后来被改动了" in said
 
 
 def test_an_in_place_change_through_a_view_is_named_even_when_the_later_answer_is_wrong():
     said = _cells(SETUP, SPLIT, "x += block.attn(x, causal_mask(3))\nblock_out = x\n"
                                 "check_block_output(block_out, x, block)")
-    assert said.startswith("注意：作业 4（一） 已经通过的答案 heads、merged 都后来被改动了")
+    assert said.startswith("注意：作业 4（一） 已经通过的答案 heads 和 merged 都后来被改动了")
     assert "你改动了题目给的 x" in said and "检查 block_out" in said
 
 

@@ -20,7 +20,7 @@ from ..answer_format import AnswerFileError, round_trip
 from .errors import HomeworkNotFilled, HomeworkWrong
 from .exercise import Exercise
 from .given_data import exercise_inputs
-from .values import close
+from .values import close, listing
 
 
 def as_the_grader_sees(values: dict) -> dict:
@@ -28,8 +28,7 @@ def as_the_grader_sees(values: dict) -> dict:
     try:
         return round_trip(values)
     except AnswerFileError as err:
-        listed = "、".join(values)
-        raise HomeworkWrong(f"{listed} 的值批改程序读不回来（{err}）："
+        raise HomeworkWrong(f"{listing(list(values))} 的值批改程序读不回来（{err}）："
                             "请交张量、数字或列表", "unreadable") from None
 
 
@@ -54,7 +53,7 @@ def changed_note(given: dict, inputs: dict) -> str:
     changed = [name for name, value in given.items() if not _same(value, inputs[name])]
     if not changed:
         return ""
-    names = "、".join(changed)
+    names = listing(changed)
     return (f"注意：你改动了题目给的 {names}（和上面数据单元算出的不一样了）。"
             "检查器和批改程序都按原来的数据判分；"
             f"请重新运行给出数据的单元，之后别再给 {names} 赋别的值，也别原地修改它们"
@@ -72,7 +71,7 @@ def _broken_since_passed(namespace: dict, current: Exercise, exercises) -> str:
     for exercise in exercises:
         if exercise.key == current.key or _PASSED.get(exercise.key) is not namespace:
             continue
-        names = "、".join(exercise.answers)
+        names = listing(list(exercise.answers))
         if len(exercise.answers) > 1:
             lead = f"注意：{exercise.part} 已经通过的答案 {names} 都"
         else:
