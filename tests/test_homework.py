@@ -290,7 +290,7 @@ def test_ffn_params_accepts_the_right_answer_as_any_integer_type(capsys):
 
 @pytest.mark.parametrize("w1,w2,total,pattern", [
     (None, 1_049_088, 2_099_712, r"^w1_params 还没有填写"),
-    (None, None, None, "w1_params、w2_params 和 total_params 还没有填写"),
+    (None, None, None, "w1_params、w2_params 和 total_params 都还没有填写"),
     (1_050_624, 1_049_088, None, r"^total_params 还没有填写"),
     (2048 * 512, 512 * 2048, 2 * 512 * 2048, "w1_params.*漏了偏置"),
     (1_050_624, 512 * 2048, 1_050_624 + 512 * 2048, "w2_params.*漏了偏置"),

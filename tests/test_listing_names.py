@@ -16,5 +16,5 @@ def test_names_are_joined_with_and_before_the_last(names, said):
 
 
 def test_a_message_about_two_answers_names_both_joined_by_and():
-    with pytest.raises(HomeworkNotFilled, match="^heads 和 merged 还没有填写"):
+    with pytest.raises(HomeworkNotFilled, match="^heads 和 merged 都还没有填写"):
         require(heads=None, merged=None, x=1)

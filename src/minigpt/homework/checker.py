@@ -19,8 +19,8 @@ import torch
 from ..answer_format import AnswerFileError, round_trip
 from .errors import HomeworkNotFilled, HomeworkWrong
 from .exercise import Exercise
-from .names import listing
 from .given_data import exercise_inputs
+from .names import listing
 from .values import close
 
 
@@ -29,8 +29,7 @@ def as_the_grader_sees(values: dict) -> dict:
     try:
         return round_trip(values)
     except AnswerFileError as err:
-        listed = listing(values)
-        raise HomeworkWrong(f"{listed} 的值批改程序读不回来（{err}）："
+        raise HomeworkWrong(f"{listing(values)} 的值批改程序读不回来（{err}）："
                             "请交张量、数字或列表", "unreadable") from None
 
 

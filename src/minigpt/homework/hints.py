@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import torch
 
-from .values import TOLERANCE, close
+from .values import TOLERANCE, after_colon, close
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def judge_tensor(value, name: str, truth: torch.Tensor, diagnoses, ctx, *, what:
         row = first_nan_match(to_tensor(value, name, what).double(), nan_diagnoses, ctx)
         if row is None:
             raise
-        raise HomeworkWrong(f"{name} 里有 NaN：{row.message}", row.name) from None
+        raise HomeworkWrong(f"{name} 里有 NaN：{after_colon(row.message)}", row.name) from None
     if got.shape != truth.shape:
         hint = next(((n, h) for n, shape, h in shapes if tuple(got.shape) == tuple(shape)), None)
         raise HomeworkWrong(f"检查 {name} 的形状：应该是 {tuple(truth.shape)}，收到 {tuple(got.shape)}。"
@@ -162,7 +162,7 @@ def judge_tensor(value, name: str, truth: torch.Tensor, diagnoses, ctx, *, what:
         return
     row = first_match(got, truth, diagnoses, ctx)
     if row is not None:
-        raise HomeworkWrong(f"检查 {name}：{row.message}", row.name)
+        raise HomeworkWrong(f"检查 {name}：{after_colon(row.message)}", row.name)
     rounding = rounding_hint(got, truth)
     if rounding is not None:
         raise HomeworkWrong(f"检查 {name} 的数值：{rounding}", "rounding")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from .errors import HomeworkWrong
-from .values import count, passed, require, to_tensor, tril
+from .values import after_colon, count, passed, require, to_tensor, tril
 
 # (名字, 由 n 造出“犯了这个错会得到的”能看矩阵, 提示)：按顺序比较，第一条完全相同的就是提示
 DIAGNOSES = (
@@ -87,7 +87,7 @@ def judge_causal_mask(mask, seq_len) -> str:
     for name, make, hint in DIAGNOSES:
         value = make(n)
         if value is not None and torch.equal(allowed, value):
-            raise HomeworkWrong(f"检查 mask 是否为下三角（1 = 可以看）：{hint}", name)
+            raise HomeworkWrong(f"检查 mask 是否为下三角（1 = 可以看）：{after_colon(hint)}", name)
     i, j = (allowed != truth).nonzero()[0].tolist()
     raise HomeworkWrong(
         "检查 mask 是否为下三角（1 = 可以看）："

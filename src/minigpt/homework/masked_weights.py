@@ -8,7 +8,8 @@ import torch
 
 from .errors import HomeworkWrong
 from .hints import Diagnosis, constant_offset, first_match, rounding_hint
-from .values import TOLERANCE, TOLERANCE_TEXT, close, count, passed, require, to_tensor, tril
+from .values import (TOLERANCE, TOLERANCE_TEXT, after_colon, close, count, passed, require,
+                     to_tensor, tril)
 
 NEG_INF = float("-inf")
 
@@ -200,7 +201,7 @@ def _non_finite(w: torch.Tensor, c: _Data) -> HomeworkWrong | None:
             "-inf 只该出现在 softmax 之前的分数里。"
             "检查 weights 是不是 torch.softmax(…) 的输出，"
             "以及 softmax 之后有没有又把某些位置填成了 -inf")
-        return HomeworkWrong(f"weights 里有 -inf：{hint}", row.name if row else "neg_inf")
+        return HomeworkWrong(f"weights 里有 -inf：{after_colon(hint)}", row.name if row else "neg_inf")
     if torch.isnan(w).any():
         rows = sorted({r[-2] for r in torch.isnan(w).nonzero().tolist()})
         head = f"weights 的第 {rows} 行是 NaN。"
@@ -295,7 +296,7 @@ def judge_masked_weights(weights, scores, d_k=None) -> str:
                          "未来位置为 0，每行加起来等于 1")
     row = first_match(w, c.truth, _mistakes(), c)
     if row is not None:
-        raise HomeworkWrong(f"检查 weights：{row.message}", row.name)
+        raise HomeworkWrong(f"检查 weights：{after_colon(row.message)}", row.name)
     problem = _finite_fill(w, c)
     if problem is not None:
         raise problem

@@ -8,7 +8,7 @@ import torch
 
 from .errors import HomeworkWrong
 from .hints import Diagnosis, constant_offset, first_match, rounding_hint
-from .values import TOLERANCE, TOLERANCE_TEXT, close, float_tensor, passed, require
+from .values import TOLERANCE, TOLERANCE_TEXT, after_colon, close, float_tensor, passed, require
 
 
 class _Data:
@@ -149,7 +149,7 @@ def _cells(got: torch.Tensor, d: _Data) -> HomeworkWrong:
         pattern = _zero_pattern(zeros)
         if pattern is not None:
             name, hint = pattern
-            return HomeworkWrong(f"检查 S 是否填满了：{hint}", name)
+            return HomeworkWrong(f"检查 S 是否填满了：{after_colon(hint)}", name)
     i, j = bad.nonzero()[0].tolist()
     return HomeworkWrong(
         f"检查 S 的每个元素：与正确结果不一致（{TOLERANCE_TEXT}）："

@@ -17,13 +17,26 @@ TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 TOLERANCE_TEXT = "容差：逐元素 |差| ≤ 1e-5 + 1e-4 × |正确值|"
 
 
+# 这些词在句首也保持大写（专有名词与本书的术语）
+_PROPER = ("Query", "Key", "Value", "Queries", "Keys", "Values", "Python", "Boolean")
+
+
+def after_colon(hint: str) -> str:
+    """接在冒号后面的一句提示：句首是普通单词时，首字母改成小写（中文没有大小写，原样返回）。"""
+    word = hint.split(" ", 1)[0]
+    if word == "A" or (len(word) > 1 and word[0].isupper() and word[1:].isalpha()
+                       and word[1:].islower() and word not in _PROPER):
+        return hint[0].lower() + hint[1:]
+    return hint
+
+
 def require(**answers) -> None:
     """还是 None 或 ... 的答案：抛 HomeworkNotFilled，说出是哪几个。"""
     missing = [name for name, value in answers.items()
                if value is None or value is Ellipsis]
     if missing:
-        listed = listing(missing)
-        raise HomeworkNotFilled(f"{listed} 还没有填写："
+        verb = "还没有填写：" if len(missing) == 1 else "都还没有填写："
+        raise HomeworkNotFilled(f"{listing(missing)} {verb}"
                                 "把 None 换成你的计算结果再运行", "not_filled")
 
 
