@@ -20,6 +20,8 @@ from .tasks import REPEAT_VOCAB, repeat_batch
 from .seeds import ROLE, SNAPSHOT_EVERY, TEST_SEED
 
 CHANCE = math.log(REPEAT_VOCAB)
+# 正文之外的种子：练习 1 请读者训练，正文只在它们上数几条结论
+EXERCISE_SEEDS = (6, 7)
 # 结论里的门槛：正文把它们 glue 进去，测试也从这里取，一个数只写一次
 NEAR_CHANCE = 0.15   # “和瞎猜差不多”：与 ln 16 相差不到它
 COPY_LOW = 1.0       # 能抄的位置学会了：损失低于它
@@ -31,6 +33,7 @@ EACH_NEEDED = 0.5    # 换掉第二层任何一个头，能抄处的损失至少
 REDIRECT_BEFORE = 0.15   # 改道之前，模型给 token[j] 的概率低于它
 PREV_ROWS = 0.8      # 前一个 token 头在归纳头要找的各行（第 5–19 行）都在它以上
 GRAMMAR_LEARNED = 0.99   # 玩具语法：D₂ 猜对的概率都不低于它
+SHARP = 0.999        # 正文的“几乎全给了”：玩具语法里稳定的头给那一格的权重
 
 
 @cache
@@ -75,6 +78,12 @@ CLAIMS: dict[str, Callable[[dict[str, float]], bool]] = {
     "context_bias": lambda f: f["redirect_before"] > 1 / REPEAT_VOCAB,
     "redirect_copies": lambda f: (f["redirect_before"] < REDIRECT_BEFORE
                                   and f["redirect_after"] > ROLE),
+    # 归纳分数过门槛不晚于前一个 token 分数（可以更早）
+    "ind_not_later": lambda f: f["step_ind"] <= f["step_prev"],
+    # 归纳分数过门槛的副本紧挨着能抄处损失降得最快的那 25 步
+    # （落在这 25 步里，或紧接着的 25 步里）
+    "ind_at_drop": lambda f: (f["fast_from"] <= f["step_ind"]
+                              <= f["fast_to"] + SNAPSHOT_EVERY),
     # 两个分数在同一个副本上第一次过门槛
     "same_window": lambda f: f["step_prev"] == f["step_ind"],
     # 至多差一个副本（25 步）
