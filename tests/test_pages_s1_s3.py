@@ -95,16 +95,18 @@ def test_intro_title_and_links_to_every_section_it_promises(built_book):
         assert any(h.split("#")[0] == f"{doc}.html" for h in route.hrefs), f"路线里没有链接到 {doc}"
     place = section(built_book, "intro", "本书在模型里的位置")
     # 倒着读模型：输出层（logits）、一摞 Transformer Block、输入层（含位置编码），本书只写中间那一摞
-    assert place.text.index("logits") < place.text.index("Transformer Block") < place.text.index("Position Encoding")
+    assert place.text.index("logits") < place.text.index("Transformer Block") < place.text.index("positional encoding")
     assert "本书只写中间那一摞" in place.text
     first = section(built_book, "intro", "各算各的向量")
-    assert "river bank" in first.text and "bank account" in first.text
+    # 多义词 bank：嵌入表里只有一行，哪个意思成立要看邻居 river 还是 account
+    assert "bank" in first.text and "river" in first.text and "account" in first.text
     # 注意力早于 Transformer：Bahdanau 等（2015）的注意力、Transformer 之前的自注意力（Cheng 等，2016），
-    # Vaswani 等（2017）是只用注意力的模型和缩放点积注意力；三篇都引用到参考资料页
+    # Vaswani 等（2017）是不用循环、不用卷积、位置之间只靠注意力传信息的模型，以及缩放点积注意力；三篇都引用到参考资料页
     credit = next(p for p in paragraphs(first) if "不是 Transformer 发明的" in p)
     for who in ("Bahdanau", "Cheng", "Vaswani"):
         assert who in credit, who
     assert "缩放点积注意力" in credit and "自注意力" in credit
+    assert "卷积" in credit and "只用注意力搭成" not in credit  # 模型里还有 FFN、LayerNorm 等，不是只有注意力
     cited = {h for h in first.hrefs if h.startswith("references.html#")}
     assert len(cited) >= 3, cited  # 三篇各链接到参考资料页上自己的条目
     # 导读不编号：它的表没有“表 1”这种读起来像第 1 节的编号
