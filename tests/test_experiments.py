@@ -315,3 +315,10 @@ def test_last_token_weights_alt_text_claims_hold():
     assert int((ratio > 2).sum()) == 2
     assert ratio.max().item() < 3
     assert int(((ratio >= 0.5) & (ratio <= 1.5)).sum()) > len(w) // 2
+
+
+def test_softmax_saturation_draws_the_trial_whose_max_weight_is_the_printed_median():
+    """第 2 节的图画的那一次抽样，“不缩放时的最大权重”恰好等于正文打印的中位数（torch.median）。"""
+    for n_trials in (1000, 7):
+        res = softmax_saturation(d_k=64, n_keys=8, seed=0, n_trials=n_trials)
+        assert res.max_weight == res.median_max_weight, n_trials

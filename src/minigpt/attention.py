@@ -32,7 +32,7 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 def scale_scores(scores: torch.Tensor, d_k: int) -> torch.Tensor:
     """第 2 步：把分数的尺度压回与 d_k 无关，即除以 √d_k。
 
-    q·k 是 d_k 个乘积 q_i k_i 之和。设各分量独立、均值为 0，
+    q·k 是 d_k 个乘积 q_m k_m 之和（m 数的是分量）。设各分量独立、均值为 0，
     q 的每个分量方差都是 σ_q²，k 的都是 σ_k²，这个和的方差就是 d_k · σ_q² · σ_k²，
     与 d_k 成正比；除以 √d_k 后只剩 σ_q² · σ_k²，不再随 d_k 变
     （正文取 σ_q² = σ_k² = 1，这时正好是 1）。
@@ -83,10 +83,10 @@ def _check_no_fully_masked_row(scores: torch.Tensor) -> None:
         rows = [tuple(i) if len(i) > 1 else i[0] for i in dead.nonzero().tolist()]
         # 一句一行：打印出来不会在半句话中间折行
         raise ValueError(
-            f"第 {', '.join(map(str, rows[:8]))} 行的所有 key 都被遮住"
+            f"第 {', '.join(map(str, rows[:8]))} 行的所有 Key 都被遮住"
             "（整行都是 -inf）。\n"
             "对全是 -inf 的一行做 softmax 没有定义，PyTorch 会给出 NaN。\n"
-            "每个 query 至少要能看到一个 key，例如因果遮蔽矩阵的对角线必须是 1。\n"
+            "每个 Query 至少要能看到一个 Key，例如因果遮蔽矩阵的对角线必须是 1。\n"
             f"（分数形状 {tuple(scores.shape)}，行号按 [..., seq_q] 计）"
         )
 

@@ -64,7 +64,7 @@ class ToyExample:
 
 def make_toy_example(words: str | Sequence[str] = ("the", "cat", "sat"),
                      d_model: int = 4, d_k: int = 4, seed: int = 42) -> ToyExample:
-    """按正文的顺序造出 X、Q、K、V；第 2 节 缩放点积注意力沿用同一组对象。
+    """按正文的顺序造出 X、Q、K、V；第 2、3 节沿用同一组对象。
 
     顺序是：设种子 → nn.Embedding → 三个 nn.Linear（W_Q、W_K、W_V）。
     顺序一变，随机数就被别的参数取走，数字就和正文对不上了。

@@ -427,7 +427,8 @@ def softmax_saturation(d_k: int = 64, n_keys: int = 8, seed: int = 0,
     p, ps = softmax_weights(scores), softmax_weights(scaled)
     max_w, max_ws = p.max(dim=-1).values, ps.max(dim=-1).values
     g, gs = _softmax_jacobian_norm(p), _softmax_jacobian_norm(ps)
-    i = max_w.argsort()[n_trials // 2].item()  # 典型的一次：最大权重处在中位数
+    # 典型的一次：最大权重正是中位数（torch.median 在偶数个时取较小的那个）
+    i = max_w.argsort()[(n_trials - 1) // 2].item()
     return SoftmaxSaturation(
         d_k=d_k, n_keys=n_keys, n_trials=n_trials,
         scores=scores[i], scaled_scores=scaled[i],

@@ -103,3 +103,18 @@ def train_next_token(masked: bool, steps: int = 120, vocab_size: int = 10,
                    next_weight=next_weight, chance_loss=math.log(vocab_size),
                    eval_loss_masked=eval_loss,
                    eval_loss_by_position=by_pos.tolist(), model=model)
+
+
+# 第 3 节 因果遮蔽「训练会把偷看放大」：结论要在几个种子上都成立
+LEAK_SEEDS = tuple(range(6))
+
+
+def train_leak_seeds(seeds: tuple[int, ...] = LEAK_SEEDS,
+                     **kwargs) -> dict[int, tuple[LeakRun, LeakRun]]:
+    """每个种子各训练两次（不遮蔽、因果遮蔽），返回 {种子: (不遮蔽, 遮蔽)}。
+
+    其余参数原样交给 train_next_token。
+    """
+    return {seed: (train_next_token(masked=False, seed=seed, **kwargs),
+                   train_next_token(masked=True, seed=seed, **kwargs))
+            for seed in seeds}
