@@ -200,7 +200,7 @@ def test_s4_shape_flow_is_printed_by_code(built_book):
     flow = re.search(
         r"\[1, 5, 8\]\s+Q = W_Q\(x\)\s+\[0, 2, 5\] = (\S+)\s+"
         r"\[1, 2, 5, 4\]\s+split_heads\(Q\)\s+\[0, 1, 2, 1\] = (\S+)\s+"
-        r"\[1, 2, 5, 4\]\s+头内注意力之后\s+\[0, 1, 2, 1\] = (\S+)\s+"
+        r"\[1, 2, 5, 4\]\s+per_head\s+\[0, 1, 2, 1\] = (\S+)\s+"
         r"\[1, 5, 8\]\s+merge_heads\s+\[0, 2, 5\] = (\S+)\s+"
         r"\[1, 5, 8\]\s+W_O 之后，与 mha\(x, mask\) 相同？ True",
         page.text,
