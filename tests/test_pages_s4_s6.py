@@ -365,6 +365,12 @@ def test_s6_no_false_residual_claim_no_copyright_aside_and_figure1_is_cited(buil
     page = load(built_book, "s6_block")
     for gone in ("梯度也能沿这条路直接传回去", "残差给梯度留了一条直通路", "对照原论文的总图", "版权"):
         assert gone not in page.text, gone
+    # 这条路只有一个名字：残差流，在第一次出现的地方定义（图里画的线仍叫“残差旁路”）
+    prose = prose_text(page)   # 正文（展示的源码里的 docstring 不算）
+    for other in ("残差这条路", "主干上", "残差路径"):
+        assert other not in prose, other
+    first = prose.index("残差流")
+    assert "叫作残差流" in prose[first - 40:first + 3], prose[first - 40:first + 10]
     soup = _s6_soup(built_book)
     paragraphs = [p for p in soup.select("article p") if "Figure 1" in p.get_text()]
     assert len(paragraphs) == 1
@@ -534,8 +540,10 @@ def test_s6_ends_with_three_self_check_questions_and_collapsed_answers(built_boo
 def test_summary_links_every_section(built_book):
     page = load(built_book, "summary")
     assert page.title.endswith("全书回顾")
-    for doc in SECTION_DOCS:
+    for doc in (*SECTION_DOCS, "s7_trained_heads"):
         assert _links_to(page, doc), f"小结没有链接到 {doc}"
+    # 嵌入层和输出层：第 7 节的小 GPT 搭过，不能说“不在本书里”
+    assert "这两头不在本书里" not in page.text
     assert "-\\infty" in " ".join(page.math)
 
 
