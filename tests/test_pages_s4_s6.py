@@ -102,11 +102,14 @@ def test_s4_single_head_sat_row_is_glued_from_the_computation(built_book):
 
 def test_s4_parameter_counts(built_book):
     page = load(built_book, "s4_multi_head")
-    assert str(_n_params(torch.nn.Linear(8, 8))) in page.pasted
-    lin = torch.nn.Linear(8, 8)
-    assert str(lin.weight.numel()) in page.pasted and str(lin.bias.numel()) in page.pasted
-    assert str(_n_params(MultiHeadAttention(8, 2))) in page.pasted
-    assert _n_params(MultiHeadAttention(8, 2)) == _n_params(NaiveMultiHeadAttention(8, 2))
+    # 两个整体一样多；逐头写法按零件（每个头、W_O）拆开，合并写法按四个投影拆开，数都是 glue 的
+    fused, naive = MultiHeadAttention(8, 2), NaiveMultiHeadAttention(8, 2)
+    assert str(_n_params(fused)) in page.pasted and _n_params(fused) == _n_params(naive)
+    per_head = [_n_params(h) for h in naive.heads]
+    for n in (per_head[0], sum(per_head), _n_params(naive.W_O), _n_params(fused.W_Q)):
+        assert str(n) in page.pasted, (n, page.pasted)
+    assert sum(per_head) + _n_params(naive.W_O) == 4 * _n_params(fused.W_Q) == _n_params(fused)
+    assert f"逐头写法：各头 {per_head}" in page.text
     for name in ("class AttentionHead", "class NaiveMultiHeadAttention", "def split_heads",
                  "def merge_heads", "class MultiHeadAttention", "from_fused"):
         assert name in page.text, name
@@ -193,16 +196,23 @@ def test_s4_illustration_is_labelled_and_real_heads_are_shown(built_book):
 
 def test_s4_shape_flow_is_printed_by_code(built_book):
     page = load(built_book, "s4_multi_head")
+    # 盯住一个数：Q 里位置 2 的分量 5，切头后是头 1 位置 2 的分量 1；头 1 的输出拼回后回到位置 2 的分量 5
     flow = re.search(
-        r"\[1, 5, 8\]\s+x\s+"
-        r"\[1, 5, 8\]\s+Q = W_Q\(x\)\s+"
-        r"\[1, 2, 5, 4\]\s+split_heads\(Q\)\s+"
-        r"\[1, 2, 5, 4\]\s+attn：每个头的输出\s+"
-        r"\[1, 5, 8\]\s+merge_heads\(attn\)\s+"
-        r"\[1, 5, 8\]\s+W_O\(concat\)",
+        r"\[1, 5, 8\]\s+Q = W_Q\(x\)\s+\[0, 2, 5\] = (\S+)\s+"
+        r"\[1, 2, 5, 4\]\s+split_heads\(Q\)\s+\[0, 1, 2, 1\] = (\S+)\s+"
+        r"\[1, 2, 5, 4\]\s+per_head\s+\[0, 1, 2, 1\] = (\S+)\s+"
+        r"\[1, 5, 8\]\s+merge_heads\s+\[0, 2, 5\] = (\S+)\s+"
+        r"\[1, 5, 8\]\s+W_O 之后，与 mha\(x, mask\) 相同？ True",
         page.text,
     )
-    assert flow, "没有按顺序打印出数据流的每一步形状"
+    assert flow, "没有按顺序打印出数据流的每一步形状和盯住的那个数"
+    x, mha = _seeded_x_and(lambda: MultiHeadAttention(8, 2))
+    with torch.no_grad():
+        q = mha.W_Q(x)
+        qh, kh, vh = (mha.split_heads(t) for t in (q, mha.W_K(x), mha.W_V(x)))
+        per_head, _ = scaled_dot_product_attention(qh, kh, vh, causal_mask(5))
+    assert flow.group(1) == flow.group(2) == f"{q[0, 2, 5].item():.4f}"
+    assert flow.group(3) == flow.group(4) == f"{per_head[0, 1, 2, 1].item():.4f}"
     assert "per head" not in page.text  # 输出标签用中文
     # 正文不再列数据流表，而说形状只在 split_heads 和 merge_heads 两处改变，由上面打印的代码印证
     assert "形状只在两处改变" in page.text and "穿过多头注意力时的形状" not in page.text
@@ -229,11 +239,10 @@ def test_s5_has_its_own_title_equation_and_one_token_shapes(built_book):
     assert any(r"\max(0" in m and "W_1" in m and "W_2" in m for m in page.math)
     assert "(5.1)" in page.text
     assert "[0.8, -1.2, 0.0, 2.5, -0.4, 1.0]" in page.text
-    shapes = (("输入", "(1, 6)"), ("升维", "(1, 24)"), ("ReLU", "(1, 24)"), ("降维", "(1, 6)"))
-    for label, shape in shapes:
-        assert f"{label}：{shape}" in page.text, (label, shape)
+    shapes = ("(1, 6)", "(1, 24)", "(1, 24)", "(1, 6)")   # 输入、ReLU 前、ReLU 后、输出
+    assert "形状： " + " → ".join(shapes) in page.text
     # 正文里的形状序列是 glue 进来的（remove-cell 里由 trace 算出），和打印的一致
-    assert "形状依次是 " + " → ".join(shape for _, shape in shapes) in page.text
+    assert "形状依次是 " + " → ".join(shapes) in page.text
     source = (Path(__file__).resolve().parent.parent / "book" / "s5_ffn.md").read_text(encoding="utf-8")
     assert "形状依次是 {glue:md}`s5_shapes`" in source
     # 用包里的 FeedForward（种子 0，d_ff 取默认的 4 倍）重算这个 token 的输出和发信号的探测器
@@ -246,8 +255,9 @@ def test_s5_has_its_own_title_equation_and_one_token_shapes(built_book):
     fired = signal[0].nonzero().flatten().tolist()
     assert f"{out[0, 0].item():.4f}" in page.text
     assert f"发出信号的探测器（{len(fired)} 个）：{fired}" in page.text
-    para = next(p for p in _paragraphs(page) if p.startswith("形状依次是"))
-    assert f"只让 {len(fired)} 个探测器" in para and f"其中 {24 - len(fired)} 个读数" in para, para
+    para = next(p for p in _paragraphs(page) if "形状依次是" in p)
+    assert para.startswith(f"24 个探测器里，这个 token 只让 {len(fired)} 个发出了信号"), para
+    assert f"其余 {24 - len(fired)} 个读数" in para, para
 
 
 def test_s5_relu_and_gelu_values_are_printed(built_book):
@@ -288,7 +298,7 @@ def test_s5_param_counts_and_ffn_share_are_computed(built_book):
     share = ffn / (attn + ffn + norms)
     assert f"{share:.2%}" in page.pasted and f"{attn / (attn + ffn + norms):.2%}" in page.pasted
     assert re.search(rf"{ffn:,}\s+{share:.2%}\s+FFN", page.text)  # 打印的表和正文一致
-    assert abs(share - 2 / 3) < 0.01  # 正文说“大约三分之二”
+    assert abs(share - 8 / 12) < 0.01  # 正文说它离 8/12 只差一点零头
     # 作业 3 的答案（512 / 2048）留给读者，不在正文里
     answer = feedforward_num_params(512, 2048)
     assert str(answer) not in page.text and f"{answer:,}" not in page.text
@@ -303,7 +313,7 @@ def test_s5_motivates_the_ffn_with_what_attention_cannot_do(built_book):
     assert "同时成立" in first and "对 Value 就是线性的" in first and "非线性" in first, first
     assert "不是按比例掺合能表达的" not in page.text
     answer = self_check(page)[2][1]
-    assert "注意力整体上不是线性的" in answer and "线性组合" in answer, answer
+    assert "注意力整体上不是线性的" in answer and "线性投影" in answer and "线性组合" not in answer, answer
 
 
 def test_s5_ends_with_self_check(built_book):
@@ -355,6 +365,12 @@ def test_s6_no_false_residual_claim_no_copyright_aside_and_figure1_is_cited(buil
     page = load(built_book, "s6_block")
     for gone in ("梯度也能沿这条路直接传回去", "残差给梯度留了一条直通路", "对照原论文的总图", "版权"):
         assert gone not in page.text, gone
+    # 这条路只有一个名字：残差流，在第一次出现的地方定义（图里画的线仍叫“残差旁路”）
+    prose = prose_text(page)   # 正文（展示的源码里的 docstring 不算）
+    for other in ("残差这条路", "主干上", "残差路径"):
+        assert other not in prose, other
+    first = prose.index("残差流")
+    assert "叫作残差流" in prose[first - 40:first + 3], prose[first - 40:first + 10]
     soup = _s6_soup(built_book)
     paragraphs = [p for p in soup.select("article p") if "Figure 1" in p.get_text()]
     assert len(paragraphs) == 1
@@ -454,6 +470,9 @@ def test_s6_encoder_layer_sentence_names_every_argument_the_test_sets():
     for name in kwargs:
         assert f"`{name}`" in sentence or f"`{name}=" in sentence, (name, sentence)
     assert "2048" in sentence and "0.1" in sentence
+    # 比较时遮蔽先换成 nn 的约定（True = 不许看）：正文也得这样说
+    assert "to_nn_mha_mask(mask)" in (here / "test_layers.py").read_text(encoding="utf-8")
+    assert "`to_nn_mha_mask`" in sentence and "`src_mask`" in sentence, sentence
 
 
 def test_s6_residual_path_table_and_sentences_agree_with_the_computation(built_book):
@@ -521,8 +540,10 @@ def test_s6_ends_with_three_self_check_questions_and_collapsed_answers(built_boo
 def test_summary_links_every_section(built_book):
     page = load(built_book, "summary")
     assert page.title.endswith("全书回顾")
-    for doc in SECTION_DOCS:
+    for doc in (*SECTION_DOCS, "s7_trained_heads"):
         assert _links_to(page, doc), f"小结没有链接到 {doc}"
+    # 嵌入层和输出层：第 7 节的小 GPT 搭过，不能说“不在本书里”
+    assert "这两头不在本书里" not in page.text
     assert "-\\infty" in " ".join(page.math)
 
 
