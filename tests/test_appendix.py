@@ -115,6 +115,22 @@ def test_remedies_before_attention_are_explained_cited_and_lstm_is_measured(page
     assert f"{first:.1e}" in "\n".join(p.get_text() for p in section.find_all("p"))
 
 
+def test_lstm_has_four_times_the_rnn_parameters_and_reads_a_different_input(page):
+    """正文说 LSTM 的参数是同样大小的 RNN 的 4 倍，所以按同一种子随后抽出的输入不是 RNN 那串。"""
+    import torch
+
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    assert count(torch.nn.LSTM(4, 8)) == 4 * count(torch.nn.RNN(4, 8))
+    xs = []
+    for cls in (torch.nn.RNN, torch.nn.LSTM):
+        torch.manual_seed(42)
+        cls(4, 8, batch_first=True)
+        xs.append(torch.randn(1, 80, 4))
+    assert not torch.equal(*xs)
+    text = page[1].find("section", id="ap-before-attention").get_text()
+    assert "4 倍" in text and "不是同一串数" in text
+
+
 def test_every_figure_exists_has_alt_and_is_referenced_by_number(page):
     path, soup = page
     text_links = {a["href"].lstrip("#"): a.get_text(strip=True)
