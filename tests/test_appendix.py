@@ -268,8 +268,10 @@ def test_positions_count_from_zero_and_embed_dim_is_d_model(page):
     nn.MultiheadAttention 的 embed_dim 说的是 d_model，链接到 d_model 的词条，不是“嵌入”。"""
     _, soup = page
     article = soup.select_one("article")
-    diagram = next(pre.get_text() for pre in article.select("pre") if "─(读" in pre.get_text())
-    assert "读 x0" in diagram and "读 x1)→ h1" in diagram and "h0 ─(读 x1)" in diagram, diagram
+    diagram = next(pre.get_text() for pre in article.select("pre") if "W_hh" in pre.get_text())
+    # 展开的 RNN：x0 经 W_ih 进 h0，h0 经同一个 W_hh 到 h1，每个箭头上都标着权重
+    assert "x0" in diagram and "0 ──W_hh──→ h0 ──W_hh──→ h1" in diagram, diagram
+    assert diagram.count("W_ih") == diagram.count("x") == 3, diagram
     prose = _prose(soup)
     assert "第 1 个词" not in prose and "位置 0 的词要影响位置" in prose
     para = next(p for p in article.select("p") if "embed_dim" in p.get_text())
