@@ -115,6 +115,22 @@ def test_remedies_before_attention_are_explained_cited_and_lstm_is_measured(page
     assert f"{first:.1e}" in "\n".join(p.get_text() for p in section.find_all("p"))
 
 
+def test_lstm_has_four_times_the_rnn_parameters_and_reads_a_different_input(page):
+    """正文说 LSTM 的参数是同样大小的 RNN 的 4 倍，所以按同一种子随后抽出的输入不是 RNN 那串。"""
+    import torch
+
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    assert count(torch.nn.LSTM(4, 8)) == 4 * count(torch.nn.RNN(4, 8))
+    xs = []
+    for cls in (torch.nn.RNN, torch.nn.LSTM):
+        torch.manual_seed(42)
+        cls(4, 8, batch_first=True)
+        xs.append(torch.randn(1, 80, 4))
+    assert not torch.equal(*xs)
+    text = page[1].find("section", id="ap-before-attention").get_text()
+    assert "4 倍" in text and "不是同一串数" in text
+
+
 def test_every_figure_exists_has_alt_and_is_referenced_by_number(page):
     path, soup = page
     text_links = {a["href"].lstrip("#"): a.get_text(strip=True)
@@ -252,8 +268,10 @@ def test_positions_count_from_zero_and_embed_dim_is_d_model(page):
     nn.MultiheadAttention 的 embed_dim 说的是 d_model，链接到 d_model 的词条，不是“嵌入”。"""
     _, soup = page
     article = soup.select_one("article")
-    diagram = next(pre.get_text() for pre in article.select("pre") if "─(读" in pre.get_text())
-    assert "读 x0" in diagram and "读 x1)→ h1" in diagram and "h0 ─(读 x1)" in diagram, diagram
+    diagram = next(pre.get_text() for pre in article.select("pre") if "W_hh" in pre.get_text())
+    # 展开的 RNN：x0 经 W_ih 进 h0，h0 经同一个 W_hh 到 h1，每个箭头上都标着权重
+    assert "x0" in diagram and "0 ──W_hh──→ h0 ──W_hh──→ h1" in diagram, diagram
+    assert diagram.count("W_ih") == diagram.count("x") == 3, diagram
     prose = _prose(soup)
     assert "第 1 个词" not in prose and "位置 0 的词要影响位置" in prose
     para = next(p for p in article.select("p") if "embed_dim" in p.get_text())

@@ -114,7 +114,7 @@ def test_homework_page_title_and_three_exercises(homework_html):
     assert [e.get("id") for e in exercises] == EXERCISE_LABELS
     titles = [e.select_one(".admonition-title").get_text(" ", strip=True) for e in exercises]
     words = ["点积与分数矩阵", "遮住未来", "数出 FFN 的参数",
-             "本书补充：拆成几个头，再合并回来", "本书补充：LayerNorm 与 Post-LN Block"]
+             "多头注意力", "LayerNorm 与 Post-LN Block"]
     assert len(titles) == len(words)
     for title, word in zip(titles, words):
         assert title == f"作业（{word}）", title  # 计分的题叫“作业”，和各节不计分的“练习”分开（issue 26）  # 中文标题用全角括号（book_site 的第 9 项）

@@ -182,6 +182,9 @@ def test_the_model_answer_for_seeds_6_and_7_in_section_7_holds():
     counts = claim_counts(page)
     assert counts["next_window"] == counts["at_steepest_drop"] == len(page) > counts["same_window"]
     assert six["step_ind"] == six["fast_to"] < six["step_prev"]
+    # “前一个 token 分数……落在这段时间之外”：陡降的 25 步和紧接着的 25 步里都没有它
+    from minigpt.claims import SNAPSHOT_EVERY
+    assert six["step_prev"] > six["fast_to"] + SNAPSHOT_EVERY
     assert claim_counts(new)["same_window"] == claim_counts(new)["at_steepest_drop"] == 0
 
 

@@ -210,8 +210,9 @@ def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
 def lstm_input_gradients(seq_len: int = 80, input_dim: int = 4,
                          hidden_dim: int = 8,
                          seed: int = 42) -> torch.Tensor:
-    """把 nn.RNN 换成未训练的 nn.LSTM，其余与 `rnn_input_gradients` 相同，
-    返回每个位置的梯度范数。
+    """把 nn.RNN 换成未训练的 nn.LSTM，种子、尺寸和损失与 `rnn_input_gradients`
+    相同，返回每个位置的梯度范数。LSTM 先按种子抽的参数是 RNN 的 4 倍，
+    随后抽出的输入因此和 RNN 读的不是同一串数。
     """
     torch.manual_seed(seed)
     model = nn.LSTM(input_dim, hidden_dim, batch_first=True)

@@ -54,9 +54,16 @@ def _pad(text: str, width: int) -> str:
 
 
 def points_line() -> str:
-    """每道小题的分数，例如“分值：1(一) 1 分，1(二) 2 分 …，共 10 分”。"""
-    parts = "，".join(f"{short_name(e.key)} {e.points} 分" for e in exercises())
-    return f"分值：{parts}；共 {total_points()} 分"
+    """每道小题的分数，例如“各小题的分值（共 10 分）：1(一) 1 分；…；3 题 2 分”。"""
+    parts = "；".join(_points_of(e.key, e.points) for e in exercises())
+    return f"各小题的分值（共 {total_points()} 分）：{parts}"
+
+
+def _points_of(key: str, points: int) -> str:
+    """一道小题的分值；只有数字的编号（作业 3）加个“题”字，免得两个数挨在一起。"""
+    if key.isdigit():
+        return f"{short_name(key)} 题 {points} 分"
+    return f"{short_name(key)} {points} 分"
 
 
 def status_of(r: SubmissionResult) -> str:

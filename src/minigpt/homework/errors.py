@@ -1,4 +1,4 @@
-"""检查器的两个异常（见「作业」一节）：都是 AssertionError 的子类，在 Jupyter 里只显示一行。"""
+"""检查器的两个异常（见「作业」页）：都是 AssertionError 的子类，在 Jupyter 里只显示一行。"""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ class _OneLineInJupyter(AssertionError):
 
 
 class HomeworkNotFilled(_OneLineInJupyter):
-    """答案还没有填写（仍是 None 或 ...）（见「作业」一节）。"""
+    """答案还没有填写（仍是 None 或 ...）（见「作业」页）。"""
 
 
 class HomeworkWrong(_OneLineInJupyter):
     """答案填了但不对，或类型、形状不对；消息说明检查了什么、
-    为什么不对（见「作业」一节）。
+    为什么不对（见「作业」页）。
     """

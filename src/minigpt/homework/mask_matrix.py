@@ -21,7 +21,7 @@ DIAGNOSES = (
      "所有位置都是 1，什么都没有遮住：每个 token 都能偷看未来"),
     ("diagonal_plus_one", lambda n: torch.ones(n, n, dtype=torch.bool).tril(1) if n > 1 else None,
      "每个位置还多看到了紧挨着的下一个 token（对角线上方那一条也是 1）："
-     "像是 torch.tril 的 diagonal 参数多了 1。位置 i 只能看 0…i"),
+     "像是 torch.tril 的 diagonal 参数多了 1：第 i 行应当只有前 i+1 格是 1"),
     ("diagonal_minus_one", lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1),
      "对角线被遮住了：位置 i 应该能看到自己。这样第 0 行全被遮住，"
      "softmax 会得到 NaN"),
@@ -83,7 +83,7 @@ def judge_causal_mask(mask, seq_len) -> str:
     allowed = m if m.dtype == torch.bool else m != 0
     truth = tril(n)
     if torch.equal(allowed, truth):
-        return passed(2, f"mask 是 {n}×{n} 的下三角矩阵，位置 i 只能看 0…i")
+        return passed(2, f"mask 是 {n}×{n} 的下三角矩阵：第 i 行只有前 i+1 格是 1")
     for name, make, hint in DIAGNOSES:
         value = make(n)
         if value is not None and torch.equal(allowed, value):
@@ -91,4 +91,4 @@ def judge_causal_mask(mask, seq_len) -> str:
     i, j = (allowed != truth).nonzero()[0].tolist()
     raise HomeworkWrong(
         "检查 mask 是否为下三角（1 = 可以看）："
-        f"第 {i} 行第 {j} 列不对：规则是位置 i 只能看 0…i，按这条规则检查这一格", "cells")
+        f"第 {i} 行第 {j} 列不对：第 i 行应当只有前 i+1 格是 1，按这条检查这一格", "cells")
