@@ -239,6 +239,7 @@ class RunnerReport:
     answers: dict
     history: list           # [(单元，从 0 数, {变了的答案变量: 值})]
     leftover: int
+    answers_after: int | None = None   # 换内核失败：答案是第几个代码单元（从 1 数）运行完时记下的
 
 
 def _problems_of(raw, n_cells: int) -> dict[int, Problem]:
@@ -327,15 +328,20 @@ def _runner_report(outcome: sandbox.RunOutcome, limits: sandbox.Limits, n_cells:
                    if raw.get("answers") is not None
                    else {n: MISSING for n in TRACKED_NAMES})
         leftover = raw.get("leftover", 0)
-        if type(leftover) is not int or leftover < 0:
+        after = raw.get("answers_after_cell")
+        if type(leftover) is not int or leftover < 0 or not (
+                after is None or type(after) is int and 1 <= after <= n_cells):
             raise AnswerFileError("结果文件的格式不对")
     except AnswerFileError as err:
         raise Ungradable(f"答案文件不合格：{err}", "AnswerFileError") from None
-    return RunnerReport(problems, answers, _history_of(raw.get("snapshots"), n_cells), leftover)
+    return RunnerReport(problems, answers, _history_of(raw.get("snapshots"), n_cells), leftover, after)
 
 
 def _judge_all(result: SubmissionResult, report: RunnerReport, cells: list[dict]) -> None:
     """逐题判分，填进 result。"""
+    if report.answers_after is not None:
+        result.notes.append(f"没能换上新内核：答案按代码单元 {report.answers_after} 运行完时记下的值判分，"
+                            "此后的单元没有运行")
     if report.leftover:
         result.notes.append(f"运行结束时笔记本还留着 {report.leftover} 个进程，已随沙箱全部结束")
     with JUDGE_LOCK:

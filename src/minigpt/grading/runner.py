@@ -197,6 +197,9 @@ class NotebookRun:
         self.restarts = 0
         self.spent = 0.0                  # 学生单元一共运行了多少秒（--notebook-timeout 计的是它）
         self.snapshots = Snapshots()
+        # 换内核失败时的退路：上一个内核里最后一次记下的答案 (第几个学生单元之后, {变量名: 探针写的值}, 各单元的变化)
+        self.fallback: tuple[int, dict, list] | None = None
+        self._recorded: tuple[int, dict, list] | None = None
 
     # ------------------------------------------------------------ 整体
 
@@ -208,9 +211,16 @@ class NotebookRun:
                 return list(self.problems.values()), probed
             if self.watch is not None and self.watch.hit:
                 self.watch.clean(self.workdir)
+            if self.snapshots.at:
+                self._recorded = self.snapshots.recorded()
+            if self.watch is not None:
+                # 沙箱里：先结束上一个内核留下的一切进程（学生 fork 出的、另起会话的），等它们真的没了，
+                # 再启动新内核。否则它们占满进程数上限（按用户号计），新内核起不来，已经对了的题也成了“出错”
+                end_others()
             self.restarts += 1
             if self.restarts > MAX_RESTARTS:
                 self._not_run(None, f"内核已换过 {MAX_RESTARTS} 次，没有再运行这个单元")
+                self.fallback = self._recorded
                 return list(self.problems.values()), None
 
     async def _one_kernel(self) -> tuple[bool, str | None]:
@@ -239,8 +249,10 @@ class NotebookRun:
         except KernelStartError as err:
             if self.restarts == 0:
                 raise
-            # 换内核失败：学生的代码已经运行过（比如写满了 /tmp），算这份提交的问题
+            # 换内核失败：学生的代码已经运行过（比如写满了 /tmp），算这份提交的问题；
+            # 答案按上一个内核里最后一次记下的判（已经对了的题不丢分）
             self._not_run(None, f"换内核失败，没有运行：{err}")
+            self.fallback = self._recorded
             return True, None
         except Exception as err:  # 内核起不来，或者关内核时出错
             if not started:
@@ -248,6 +260,7 @@ class NotebookRun:
                     raise KernelStartError(
                         f"无法启动 Python 内核：{type(err).__name__}: {err}") from None
                 self._not_run(type(err).__name__, "换内核失败，没有运行这个单元")
+                self.fallback = self._recorded
                 return True, None
             if attempt.broke is None:
                 raise
@@ -421,12 +434,17 @@ class Snapshots:
         self.seconds = 0.0        # 小探针一共用了多少秒（不计入学生单元的时限，另有 STEP_PROBE_BUDGET）
         self.open = True
         self.truncated = False
+        self.at = 0               # 最后一次记下答案是在第几个学生单元之后（从 1 数；0 是还没有记过）
+
+    def recorded(self) -> tuple[int, dict, list]:
+        """此刻记下的答案：(第几个学生单元之后, {变量名: 探针写的值}, 各单元的变化)。"""
+        return self.at, {n: json.loads(v) for n, v in self.last.items()}, list(self.items)
 
     def close(self) -> None:
         self.open = False
 
     def restart(self) -> None:
-        self.items, self.last, self.used = [], {}, 0
+        self.items, self.last, self.used, self.at = [], {}, 0, 0
 
     def add(self, cell: int, text: str) -> None:
         try:
@@ -435,6 +453,7 @@ class Snapshots:
             return
         if not isinstance(raw, dict):
             return
+        self.at = cell
         changed = {}
         for name, item in raw.items():
             dumped = json.dumps(item, sort_keys=True, ensure_ascii=False)
@@ -456,7 +475,43 @@ async def run_cells(sources: list[str], workdir: Path, names: list[str],
     """运行学生的代码单元：(问题列表, 探针单元的输出文字或 None, 每个单元之后答案的变化)。"""
     run = NotebookRun(sources, workdir, names, timeout, notebook_timeout, limits, watch)
     problems, probed = await run.run()
-    return problems, probed, run.snapshots
+    return problems, probed, run.snapshots, run.fallback
+
+
+def _others() -> list[int]:
+    """沙箱里除 1 号进程和自己以外、还没有被收走的进程。"""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in (1, me):
+            try:
+                Path(f"/proc/{entry}/stat").read_bytes()
+            except OSError:
+                continue
+            found.append(int(entry))
+    return found
+
+
+END_WAIT = 20.0   # 换内核前，最多等这么多秒让上一个内核留下的进程全部消失
+
+
+def end_others(wait: float = END_WAIT) -> None:
+    """结束沙箱里除自己以外的所有进程，并等到它们都被收走（僵尸也占进程数上限）。只在沙箱里调用。"""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)   # 只到得了本沙箱里、同一用户的进程，不含本进程和 1 号进程
+        except ProcessLookupError:
+            pass
+        while True:   # 收走自己的子进程（旧内核）；别的由沙箱的 1 号进程收走
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+        if not _others() or time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
 
 
 def end_leftovers() -> int:
@@ -527,9 +582,14 @@ def main(argv: list[str] | None = None) -> int:
             task.cancel()
 
     try:
-        problems, probed, snapshots = asyncio.run(cells_watched())
+        problems, probed, snapshots, fallback = asyncio.run(cells_watched())
         result["problems"] = problems
         result["snapshots"], result["snapshots_truncated"] = snapshots.items, snapshots.truncated
+        if probed is None and fallback is not None:
+            # 最后的探针没有运行（换内核失败）：交回上一个内核里最后一次记下的答案，并说明是哪个单元之后的
+            after, answers, items = fallback
+            result["answers"] = {n: answers.get(n, {"kind": "missing"}) for n in names}
+            result["snapshots"], result["answers_after_cell"] = items, after
         if probed is not None:
             try:
                 result["answers"] = parse_json(answers_from_output(probed))
