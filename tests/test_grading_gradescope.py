@@ -374,3 +374,15 @@ def test_the_submission_must_hold_exactly_one_notebook(tmp_path):
     (tmp_path / "b.ipynb").write_text("{}")
     found, message = gradescope.find_notebook(tmp_path)
     assert found is None and "2 个笔记本" in message and "a.ipynb" in message
+
+
+@pytest.mark.kernel
+def test_a_tampered_answer_output_is_a_graded_zero_with_the_reason(runs):
+    """和命令行一样：学生的代码改动了探针交回的答案，是一个 0 分的成绩（graded），说明里写明原因。"""
+    done, _, _ = runs
+    tampered = [run for (mode, name), run in done.items() if name == "hostile_forged_answers"]
+    assert tampered
+    for run in tampered:
+        data = run["data"]
+        assert data["score"] == 0 and data["extra_data"]["graded"] is True, data
+        assert "答案输出被改动过" in data["output"]

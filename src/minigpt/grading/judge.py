@@ -231,6 +231,11 @@ class Ungradable(Exception):
         self.message, self.ename, self.note = message, ename, note
 
 
+class Tampered(Exception):
+    """笔记本运行完了，但探针交回的答案输出被改动过（冒充的标记、伪造或超大的答案）：这是学生的代码干的，
+    整份提交按 0 分计（各题“出错”），原因写明；不是“无法批改”（那在成绩册里是空着的）。"""
+
+
 @dataclass
 class RunnerReport:
     """runner 交回、核对过的结果。"""
@@ -322,11 +327,14 @@ def _runner_report(outcome: sandbox.RunOutcome, limits: sandbox.Limits, n_cells:
             raise Ungradable("运行笔记本时出了意外（内核发来的消息不合规？）："
                              f"{str(raw['runner_error'])[:200]}", "RunnerError")
         problems = _problems_of(raw.get("problems"), n_cells)
-        if raw.get("answers_problem"):
-            raise AnswerFileError(str(raw["answers_problem"])[:200])
-        answers = (decode_answers(raw["answers"], TRACKED_NAMES)
-                   if raw.get("answers") is not None
-                   else {n: MISSING for n in TRACKED_NAMES})
+        try:
+            if raw.get("answers_problem"):
+                raise AnswerFileError(str(raw["answers_problem"])[:200])
+            answers = (decode_answers(raw["answers"], TRACKED_NAMES)
+                       if raw.get("answers") is not None
+                       else {n: MISSING for n in TRACKED_NAMES})
+        except AnswerFileError as err:
+            raise Tampered(f"答案输出被改动过，按 0 分计：{err}") from None
         leftover = raw.get("leftover", 0)
         after = raw.get("answers_after_cell")
         if type(leftover) is not int or leftover < 0 or not (
@@ -367,6 +375,11 @@ def grade_submission(path: Path, limits: sandbox.Limits | None = None, *,
         result.limits = limits_record(limits, sandboxed)   # 从这里起，结果取决于上限
         report = _runner_report(_run(cells, limits, sandboxed), limits, len(cells))
         _judge_all(result, report, cells)
+    except Tampered as err:
+        result.graded = True
+        result.problem = str(err)
+        result.exercises = [ExerciseResult(e.key, e.title, "error", str(err), "AnswerFileError")
+                            for e in EXERCISES]
     except Ungradable as err:
         if err.note:
             result.notes.append(err.note)

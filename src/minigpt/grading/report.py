@@ -63,6 +63,8 @@ def status_of(r: SubmissionResult) -> str:
     """CSV 里的简短状态。"""
     if not r.graded:
         return f"无法批改：{r.problem}"
+    if r.problem:   # 运行了，但整份按 0 分计（答案输出被改动过）
+        return f"已批改：{r.problem}"
     problems = [p for p in r.cell_problems if p.kind != "error"]
     if any(p.kind == "limit" for p in problems):
         return "已批改（碰到资源上限）"
@@ -101,8 +103,10 @@ def details(r: SubmissionResult) -> list[str]:
     （说明里已经写了它自己那个单元的问题），没作答的小题合成一行；不属于任何小题的单元问题各一行。
     学生自己调用检查器报的 HomeworkWrong、HomeworkNotFilled 不另列：那道题的结果说的就是它。"""
     notes = []
-    if not r.graded or r.problem:
+    if not r.graded:
         notes.append(f"  无法批改：{r.problem}")
+    elif r.problem:
+        notes.append(f"  {r.problem}")
     else:
         for e in r.exercises:
             if e.status not in ("passed", "not_attempted") or e.status == "passed" and e.cell:

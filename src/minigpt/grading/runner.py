@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..answer_format import AnswerFileError, answers_from_output, parse_json, probe_source
+from ..answer_format import AnswerFileError, answers_from_output, new_nonce, parse_json, probe_source
 
 MAX_RESTARTS = 3  # 一份笔记本最多换几次内核（超时、崩溃），之后剩下的单元不再运行
 WARM_UP = "import torch, minigpt.homework, minigpt.data, minigpt.attention"
@@ -200,6 +200,7 @@ class NotebookRun:
         # 换内核失败时的退路：上一个内核里最后一次记下的答案 (第几个学生单元之后, {变量名: 探针写的值}, 各单元的变化)
         self.fallback: tuple[int, dict, list] | None = None
         self._recorded: tuple[int, dict, list] | None = None
+        self.final_nonce = ""             # 最后的探针这次用的 nonce（见 answer_format.new_nonce）
 
     # ------------------------------------------------------------ 整体
 
@@ -231,8 +232,10 @@ class NotebookRun:
         cells = self._cells()
         self.snapshots.restart()   # 新内核从头运行：答案的变化从头记
         km = AsyncKernelManager(kernel_name="python3", kernel_spec_manager=_kernel_specs())
+        # 给 nbclient 一份列表的副本：它把执行的单元写回 nb.cells[序号]，小探针用的是最后探针的序号，
+        # 写进我们自己的列表就会把最后的探针（和它的 nonce）换成小探针
         client = NotebookClient(
-            nbformat_notebook(cells), km=km, timeout=self.timeout, allow_errors=True,
+            nbformat_notebook(list(cells)), km=km, timeout=self.timeout, allow_errors=True,
             startup_timeout=STARTUP_TIMEOUT, interrupt_on_timeout=False, shutdown_kernel="immediate",
             record_timing=False, kernel_name="python3")
         client.reset_execution_trackers()
@@ -278,7 +281,8 @@ class NotebookRun:
 
         cells = [nbformat.v4.new_code_cell(WARM_UP)]
         cells += [nbformat.v4.new_code_cell(s) for s in self.sources]
-        cells.append(nbformat.v4.new_code_cell(probe_source(self.names)))
+        self.final_nonce = new_nonce()
+        cells.append(nbformat.v4.new_code_cell(probe_source(self.names, self.final_nonce)))
         return cells
 
     def _not_run(self, exception: str | None, message: str) -> None:
@@ -383,7 +387,8 @@ class NotebookRun:
         left = STEP_PROBE_BUDGET - self.snapshots.seconds
         if not self.snapshots.open or left <= 0:
             return
-        cell = nbformat.v4.new_code_cell(probe_source(self.names))
+        nonce = new_nonce()
+        cell = nbformat.v4.new_code_cell(probe_source(self.names, nonce))
         client.timeout = max(1, math.ceil(min(STEP_PROBE_TIMEOUT, left)))
         began = time.monotonic()
         try:
@@ -399,7 +404,7 @@ class NotebookRun:
             return
         finally:
             self.snapshots.seconds += time.monotonic() - began
-        self.snapshots.add(n + 1, _stream_text(cell))
+        self.snapshots.add(n + 1, _stream_text(cell), nonce)
 
     async def _final_probe(self, client, cells, attempt: _Attempt) -> str | None:
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -446,9 +451,9 @@ class Snapshots:
     def restart(self) -> None:
         self.items, self.last, self.used, self.at = [], {}, 0, 0
 
-    def add(self, cell: int, text: str) -> None:
+    def add(self, cell: int, text: str, nonce: str = "") -> None:
         try:
-            raw = parse_json(answers_from_output(text))
+            raw = parse_json(answers_from_output(text, nonce))
         except AnswerFileError:
             return
         if not isinstance(raw, dict):
@@ -475,7 +480,7 @@ async def run_cells(sources: list[str], workdir: Path, names: list[str],
     """运行学生的代码单元：(问题列表, 探针单元的输出文字或 None, 每个单元之后答案的变化)。"""
     run = NotebookRun(sources, workdir, names, timeout, notebook_timeout, limits, watch)
     problems, probed = await run.run()
-    return problems, probed, run.snapshots, run.fallback
+    return problems, probed, run.snapshots, run.fallback, run.final_nonce
 
 
 def _others() -> list[int]:
@@ -582,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
             task.cancel()
 
     try:
-        problems, probed, snapshots, fallback = asyncio.run(cells_watched())
+        problems, probed, snapshots, fallback, nonce = asyncio.run(cells_watched())
         result["problems"] = problems
         result["snapshots"], result["snapshots_truncated"] = snapshots.items, snapshots.truncated
         if probed is None and fallback is not None:
@@ -592,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
             result["snapshots"], result["answers_after_cell"] = items, after
         if probed is not None:
             try:
-                result["answers"] = parse_json(answers_from_output(probed))
+                result["answers"] = parse_json(answers_from_output(probed, nonce))
             except AnswerFileError as err:
                 result["answers_problem"] = str(err).replace("结果文件", "答案")
     except KernelStartError as err:
