@@ -206,7 +206,12 @@ def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Pr
             note = f"{listed} 在代码单元 {passed_after + 1} 运行完时是对的，代码单元 {changed_in + 1} 删除了它。"
         else:
             note = f"{listed} 在代码单元 {passed_after + 1} 运行完时是对的，代码单元 {changed_in + 1} 又改了它。"
-        verdict = replace(verdict, message=f"{verdict.message}（{note}）")
+        if not gone and changed_in != _anchor(cells, exercise):
+            # 对了之后，别的单元（不是这道题的初始代码）又给它赋了值：检查器对这个值的诊断（“像是取了整”之类）
+            # 说的不是学生做错了什么，只说它被改了
+            verdict = replace(verdict, message=f"{note}批改看的是运行结束时答案变量的值，那时它已经不对了。")
+        else:
+            verdict = replace(verdict, message=f"{verdict.message}（{note}）")
     if verdict.status == "wrong":
         note = _given_note(exercise, history, cells, inputs)
         if note:
