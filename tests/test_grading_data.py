@@ -120,3 +120,17 @@ def test_the_teachers_guide_states_the_file_count_limit_of_the_sandbox():
     page = (Path(__file__).resolve().parents[1] / "book" / "teacher_guide.md").read_text(encoding="utf-8")
     assert f"私有 `/tmp` 里的文件和文件夹最多 {runner.MAX_FILES} 个" in page
     assert runner.LIMIT_TEXT["files"] == "超出文件数上限" and "超出文件数上限" in page
+
+
+def test_a_printed_marker_without_the_runs_nonce_is_ignored_and_a_second_one_with_it_is_refused():
+    """批改时标记后面跟着 runner 这次取的随机数：学生打印的固定标记 MINIGPT-GRADE-ANSWERS:… 冒充不了探针；
+    带这个随机数的行多于一行，就是输出被改动过。"""
+    nonce = answers.new_nonce()
+    real = f'\n{answers.MARKER}{nonce}:{{"score": {{"kind": "int", "value": 1}}}}\n'
+    forged = f'\n{answers.MARKER}{{"score": {{"kind": "int", "value": 2}}}}\n'
+    assert answers.answers_from_output(real + forged, nonce) == b'{"score": {"kind": "int", "value": 1}}'
+    with pytest.raises(AnswerFileError, match="探针没有输出答案"):
+        answers.answers_from_output(forged, nonce)
+    with pytest.raises(AnswerFileError, match="出现了 2 次"):
+        answers.answers_from_output(real + real, nonce)
+    assert answers.new_nonce() != nonce

@@ -374,3 +374,29 @@ def test_the_submission_must_hold_exactly_one_notebook(tmp_path):
     (tmp_path / "b.ipynb").write_text("{}")
     found, message = gradescope.find_notebook(tmp_path)
     assert found is None and "2 个笔记本" in message and "a.ipynb" in message
+
+
+@pytest.mark.kernel
+def test_a_tampered_answer_output_is_a_graded_zero_with_the_reason(runs):
+    """和命令行一样：学生的代码改动了探针交回的答案，是一个 0 分的成绩（graded），说明里写明原因。"""
+    done, _, _ = runs
+    tampered = [run for (mode, name), run in done.items() if name == "hostile_forged_answers"]
+    assert tampered
+    for run in tampered:
+        data = run["data"]
+        assert data["score"] == 0 and data["extra_data"]["graded"] is True, data
+        assert "答案输出被改动过" in data["output"]
+
+
+def test_results_in_account_mode_say_a_separate_user_id_ran_the_code_not_no_sandbox():
+    """--isolation account（Gradescope 的容器里没有 bubblewrap）：学生看到的说明讲的是实际发生的事，
+    不是一个谁也没有传过的命令行参数 --no-sandbox；命令行批改的 --no-sandbox 照旧说 --no-sandbox。"""
+    from minigpt.grading.gradescope import results_json
+    from minigpt.grading.results import ExerciseResult, SubmissionResult
+    from minigpt.homework import EXERCISES
+
+    result = SubmissionResult("s.ipynb", graded=True, sandboxed=False,
+                              exercises=[ExerciseResult(e.key, e.title, "passed", "✔") for e in EXERCISES])
+    account = results_json(result, 1.0, account=True)["output"]
+    assert "--no-sandbox" not in account and "没有特权的用户号" in account
+    assert "--no-sandbox" in results_json(result, 1.0)["output"]

@@ -177,6 +177,17 @@ def test_an_answer_rebound_in_a_cell_of_its_own_part_is_graded_on_its_final_valu
     assert f"代码单元 {len(cells)} 又改了它" in got["1a"].message
 
 
+def test_an_answer_overwritten_by_a_later_stand_alone_cell_is_said_to_be_overwritten_not_rounded():
+    """score 对了之后，最后一个单元 score = 0（教师试用的 s09）：判的是最终值（答错），说明讲它被哪个单元改了，
+    不套用检查器对 0 这个值的诊断（“像是取了整”）。"""
+    solutions = tool.solutions()
+    cells = _notebook(solutions, last="score = 0")
+    got = _by_key(_grade(cells)[0])
+    assert got["1a"].status == "wrong"
+    assert f"代码单元 {len(cells)} 又改了它" in got["1a"].message
+    assert "取了整" not in got["1a"].message, got["1a"].message
+
+
 def test_an_empty_notebook_gets_one_detail_line_not_one_per_part_and_per_checker():
     results, problems = _grade(_notebook({}))
     r = SubmissionResult("s.ipynb", True, exercises=results, cell_problems=[problems[n] for n in sorted(problems)])

@@ -572,11 +572,15 @@ def test_processes_left_running_are_ended_and_reported(graded):
     ("hostile_forged_answers", "答案文件里的变量与题目不符"),
     ("hostile_oversized_answers", "超过上限 1000000 字节"),
 ])
-def test_forged_or_oversized_answer_files_are_errors_never_passes(graded, name, phrase):
+def test_forged_or_oversized_answer_files_are_graded_zero_with_the_reason(graded, name, phrase):
+    """学生的代码改动了探针交回的答案：笔记本运行了，是一个成绩（0 分，不是成绩册里空着的“还没有成绩”），原因写明。"""
     proc, _, by_name, *_ = graded
     sub = by_name[f"{name}.ipynb"]
-    assert _statuses(sub) == dict.fromkeys(KEYS, "error") and sub["points"] == 0
-    assert "答案文件不合格" in sub["problem"] and phrase in sub["problem"]
+    assert sub["graded"] and _statuses(sub) == dict.fromkeys(KEYS, "error") and sub["points"] == 0
+    assert "答案输出被改动过，按 0 分计" in sub["problem"] and phrase in sub["problem"]
+    rows = list(csv.reader(io.StringIO(graded[5]["csv"].decode("utf-8-sig"))))
+    row = next(r for r in rows[1:] if r[0] == name)
+    assert row[1:-1] == ["0"] * (len(KEYS) + 1) and "答案输出被改动过" in row[-1]
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
@@ -625,8 +629,7 @@ def test_csv_has_a_bom_an_id_column_points_per_exercise_total_and_status(graded)
     assert body["hostile_memory_3gib"][-1] == "已批改（碰到资源上限）"
 
 
-@pytest.mark.parametrize("name,phrase", [(generate.MISSING, "文件不存在"), ("invalid_json.ipynb", "不是有效的 JSON"),
-                                         ("hostile_forged_answers.ipynb", "答案文件不合格")])
+@pytest.mark.parametrize("name,phrase", [(generate.MISSING, "文件不存在"), ("invalid_json.ipynb", "不是有效的 JSON")])
 def test_ungradable_submissions_have_blank_scores_and_the_reason_as_status_in_the_csv(graded, name, phrase):
     """成绩册里空着的格子是“还没有成绩”，0 分却是一个成绩：无法批改的提交各小题和总分都留空。"""
     rows = list(csv.reader(io.StringIO(graded[5]["csv"].decode("utf-8-sig"))))

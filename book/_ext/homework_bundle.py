@@ -59,7 +59,7 @@ README = """\
 ```bash
 python3 -m venv minigpt-env
 source minigpt-env/bin/activate
-pip install torch --index-url https://download.pytorch.org/whl/cpu
+pip install "torch=={torch}" --index-url https://download.pytorch.org/whl/cpu
 pip install {wheel}
 ```
 
@@ -70,7 +70,7 @@ PyPI 上给 macOS 的 PyTorch 本来就只有 CPU 版（在 Apple 芯片上还�
 ```bash
 python3 -m venv minigpt-env
 source minigpt-env/bin/activate
-pip install torch
+pip install "torch=={torch}"
 pip install {wheel}
 ```
 
@@ -81,7 +81,7 @@ pip install {wheel}
 ```bat
 py -m venv minigpt-env
 minigpt-env\\Scripts\\activate.bat
-pip install torch --index-url https://download.pytorch.org/whl/cpu
+pip install "torch=={torch}" --index-url https://download.pytorch.org/whl/cpu
 pip install {wheel}
 ```
 
@@ -217,6 +217,17 @@ def wait_for_wheel(app) -> None:
         app._book_wheel_job = None
 
 
+def torch_pin(root: Path) -> str:
+    """requirements.lock 里 torch 的版本（autograder_bundle.torch_pin：Gradescope 的 setup.sh 装的也是它）。"""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("autograder_bundle",
+                                                  Path(__file__).with_name("autograder_bundle.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.torch_pin(root)
+
+
 def build_bundle(root: Path, target: Path, python: str = sys.executable, wheel: Path | None = None) -> Path:
     """在 target 写出作业包（zip）。root 是书的根目录（有 src/minigpt、pyproject.toml、book/）。
     wheel 是已经打好的本书 wheel（构建里用 site_wheel 的那一个）；不给时现场打一个。"""
@@ -226,7 +237,8 @@ def build_bundle(root: Path, target: Path, python: str = sys.executable, wheel: 
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(".zip.part")
         with zipfile.ZipFile(partial, "w") as zf:
-            zip_write(zf, "README.md", README.format(wheel=wheel.name, version=version).encode())
+            readme = README.format(wheel=wheel.name, version=version, torch=torch_pin(root))
+            zip_write(zf, "README.md", readme.encode())
             zip_write(zf, "homework_student.ipynb", (root / NOTEBOOK).read_bytes())
             zip_write(zf, wheel.name, wheel.read_bytes())
         partial.replace(target)

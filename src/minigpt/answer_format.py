@@ -25,6 +25,14 @@ class AnswerFileError(Exception):
 
 
 MARKER = "MINIGPT-GRADE-ANSWERS:"
+# 批改时，runner 每次运行探针都在标记后面加一个新的随机数（nonce）：学生的代码事先不知道它，
+# 打印一行固定的 MINIGPT-GRADE-ANSWERS:… 冒充不了探针。带这个 nonce 的行只能有一行，多了就是输出被改动过。
+
+
+def new_nonce() -> str:
+    import secrets
+
+    return secrets.token_hex(16)
 
 # 在学生的内核里运行：把答案变量写成一行 JSON（只含数字、字符串、列表和张量的数据），
 # 打印到这个单元的输出里（经内核的消息通道传给 runner，不占学生能写满的磁盘）。
@@ -85,18 +93,26 @@ del __minigpt_grade_probe
 """
 
 
-def probe_source(names: list[str]) -> str:
+def _marker(nonce: str) -> str:
+    return f"{MARKER}{nonce}:" if nonce else MARKER
+
+
+def probe_source(names: list[str], nonce: str = "") -> str:
     return PROBE % {"limit": MAX_ELEMENTS, "dtypes": sorted(DTYPES),
-                    "depth": MAX_DEPTH, "marker": MARKER, "names": list(names)}
+                    "depth": MAX_DEPTH, "marker": _marker(nonce), "names": list(names)}
 
 
-def answers_from_output(text: str) -> bytes:
-    """探针单元的输出里、最后一个标记之后的那一行；
-    太大或没有标记时抛 AnswerFileError。"""
-    at = text.rfind(MARKER)
-    if at < 0:
+def answers_from_output(text: str, nonce: str = "") -> bytes:
+    """探针单元的输出里、标记（带 nonce 时是带这个 nonce 的标记）之后的那一行；
+    没有标记、标记不止一个（有人冒充探针）或太大时抛 AnswerFileError。"""
+    marker = _marker(nonce)
+    count = text.count(marker)
+    if count == 0:
         raise AnswerFileError("探针没有输出答案")
-    line = text[at + len(MARKER):].split("\n", 1)[0].encode("utf-8")
+    if nonce and count > 1:
+        raise AnswerFileError(f"探针的标记出现了 {count} 次，应当只有一次")
+    at = text.rfind(marker)
+    line = text[at + len(marker):].split("\n", 1)[0].encode("utf-8")
     if len(line) > MAX_ANSWER_BYTES:
         raise AnswerFileError(
             f"答案有 {len(line)} 字节，超过上限 {MAX_ANSWER_BYTES} 字节")

@@ -211,7 +211,7 @@ def test_entry(e, worth: int) -> dict:
             "visibility": "visible", "extra_data": {"key": e.key, "result": e.status}}
 
 
-def results_json(result, seconds: float) -> dict:
+def results_json(result, seconds: float, account: bool = False) -> dict:
     """一份提交的 results.json（Gradescope 的格式：score、output、tests[name, score, max_score, output]……）。"""
     from .report import details
     from .results import exercises, total_points
@@ -221,7 +221,7 @@ def results_json(result, seconds: float) -> dict:
     score = sum(t["score"] for t in tests)
     lines = [f"得分 {score}/{total_points()}，通过 {result.passed}/{len(tests)} 道小题。"
              "批改看的是笔记本从头运行到结束时每个答案变量的值。"]
-    lines += [n.strip() for n in details(result)]
+    lines += [n.strip() for n in details(result, account)]
     return {"score": score, "execution_time": round(seconds, 1), "output": "\n".join(lines),
             "visibility": "visible", "stdout_visibility": "hidden", "tests": tests,
             "extra_data": {"graded": result.graded, "sandboxed": result.sandboxed}}
@@ -263,6 +263,7 @@ def run(root: Path, mode: str, limits: sandbox.Limits) -> int:
         os.chown(results_dir, 0, 0)
     os.chmod(results_dir, 0o755)
     notebook, message = find_notebook(root / "submission")
+    uid = None
     if notebook is None:
         result = unreadable(message)
     else:
@@ -290,7 +291,7 @@ def run(root: Path, mode: str, limits: sandbox.Limits) -> int:
             return 1
         where = "在沙箱里运行" if sandboxed else f"以用户号 {uid} 运行"
         print(f"{notebook.name}：{result.points} 分，{where}", flush=True)
-    write_results(results_dir, results_json(result, time.monotonic() - started))
+    write_results(results_dir, results_json(result, time.monotonic() - started, account=uid is not None))
     return 0
 
 

@@ -207,7 +207,12 @@ def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Pr
             note = f"{listed} 在代码单元 {passed_after + 1} 运行完时是对的，代码单元 {changed_in + 1} 删除了它。"
         else:
             note = f"{listed} 在代码单元 {passed_after + 1} 运行完时是对的，代码单元 {changed_in + 1} 又改了它。"
-        verdict = replace(verdict, message=f"{verdict.message}（{note}）")
+        if not gone and changed_in != _anchor(cells, exercise):
+            # 对了之后，别的单元（不是这道题的初始代码）又给它赋了值：检查器对这个值的诊断（“像是取了整”之类）
+            # 说的不是学生做错了什么，只说它被改了
+            verdict = replace(verdict, message=f"{note}批改看的是运行结束时答案变量的值，那时它已经不对了。")
+        else:
+            verdict = replace(verdict, message=f"{verdict.message}（{note}）")
     if verdict.status == "wrong":
         note = _given_note(exercise, history, cells, inputs)
         if note:
@@ -232,6 +237,11 @@ class Ungradable(Exception):
         self.message, self.ename, self.note = message, ename, note
 
 
+class Tampered(Exception):
+    """笔记本运行完了，但探针交回的答案输出被改动过（冒充的标记、伪造或超大的答案）：这是学生的代码干的，
+    整份提交按 0 分计（各题“出错”），原因写明；不是“无法批改”（那在成绩册里是空着的）。"""
+
+
 @dataclass
 class RunnerReport:
     """runner 交回、核对过的结果。"""
@@ -240,6 +250,7 @@ class RunnerReport:
     answers: dict
     history: list           # [(单元，从 0 数, {变了的答案变量: 值})]
     leftover: int
+    answers_after: int | None = None   # 换内核失败：答案是第几个代码单元（从 1 数）运行完时记下的
 
 
 def _problems_of(raw, n_cells: int) -> dict[int, Problem]:
@@ -322,21 +333,29 @@ def _runner_report(outcome: sandbox.RunOutcome, limits: sandbox.Limits, n_cells:
             raise Ungradable("运行笔记本时出了意外（内核发来的消息不合规？）："
                              f"{str(raw['runner_error'])[:200]}", "RunnerError")
         problems = _problems_of(raw.get("problems"), n_cells)
-        if raw.get("answers_problem"):
-            raise AnswerFileError(str(raw["answers_problem"])[:200])
-        answers = (decode_answers(raw["answers"], TRACKED_NAMES)
-                   if raw.get("answers") is not None
-                   else {n: MISSING for n in TRACKED_NAMES})
+        try:
+            if raw.get("answers_problem"):
+                raise AnswerFileError(str(raw["answers_problem"])[:200])
+            answers = (decode_answers(raw["answers"], TRACKED_NAMES)
+                       if raw.get("answers") is not None
+                       else {n: MISSING for n in TRACKED_NAMES})
+        except AnswerFileError as err:
+            raise Tampered(f"答案输出被改动过，按 0 分计：{err}") from None
         leftover = raw.get("leftover", 0)
-        if type(leftover) is not int or leftover < 0:
+        after = raw.get("answers_after_cell")
+        if type(leftover) is not int or leftover < 0 or not (
+                after is None or type(after) is int and 1 <= after <= n_cells):
             raise AnswerFileError("结果文件的格式不对")
     except AnswerFileError as err:
         raise Ungradable(f"答案文件不合格：{err}", "AnswerFileError") from None
-    return RunnerReport(problems, answers, _history_of(raw.get("snapshots"), n_cells), leftover)
+    return RunnerReport(problems, answers, _history_of(raw.get("snapshots"), n_cells), leftover, after)
 
 
 def _judge_all(result: SubmissionResult, report: RunnerReport, cells: list[dict]) -> None:
     """逐题判分，填进 result。"""
+    if report.answers_after is not None:
+        result.notes.append(f"没能换上新内核：答案按代码单元 {report.answers_after} 运行完时记下的值判分，"
+                            "此后的单元没有运行")
     if report.leftover:
         result.notes.append(f"运行结束时笔记本还留着 {report.leftover} 个进程，已随沙箱全部结束")
     with JUDGE_LOCK:
@@ -362,6 +381,11 @@ def grade_submission(path: Path, limits: sandbox.Limits | None = None, *,
         result.limits = limits_record(limits, sandboxed)   # 从这里起，结果取决于上限
         report = _runner_report(_run(cells, limits, sandboxed), limits, len(cells))
         _judge_all(result, report, cells)
+    except Tampered as err:
+        result.graded = True
+        result.problem = str(err)
+        result.exercises = [ExerciseResult(e.key, e.title, "error", str(err), "AnswerFileError")
+                            for e in EXERCISES]
     except Ungradable as err:
         if err.note:
             result.notes.append(err.note)

@@ -70,6 +70,8 @@ def status_of(r: SubmissionResult) -> str:
     """CSV 里的简短状态。"""
     if not r.graded:
         return f"无法批改：{r.problem}"
+    if r.problem:   # 运行了，但整份按 0 分计（答案输出被改动过）
+        return f"已批改：{r.problem}"
     problems = [p for p in r.cell_problems if p.kind != "error"]
     if any(p.kind == "limit" for p in problems):
         return "已批改（碰到资源上限）"
@@ -103,13 +105,15 @@ def format_table(results: list[SubmissionResult], timeout: float,
     return "\n".join(lines)
 
 
-def details(r: SubmissionResult) -> list[str]:
+def details(r: SubmissionResult, account: bool = False) -> list[str]:
     """表下一份提交的详情，每个问题只说一次：整份无法批改时只说原因；没通过的小题各一行
     （说明里已经写了它自己那个单元的问题），没作答的小题合成一行；不属于任何小题的单元问题各一行。
     学生自己调用检查器报的 HomeworkWrong、HomeworkNotFilled 不另列：那道题的结果说的就是它。"""
     notes = []
-    if not r.graded or r.problem:
+    if not r.graded:
         notes.append(f"  无法批改：{r.problem}")
+    elif r.problem:
+        notes.append(f"  {r.problem}")
     else:
         for e in r.exercises:
             if e.status not in ("passed", "not_attempted") or e.status == "passed" and e.cell:
@@ -131,7 +135,10 @@ def details(r: SubmissionResult) -> list[str]:
     for note in r.notes:
         if note != "kernel_failed":
             notes.append(f"  （{note}）")
-    if not r.sandboxed:
+    if not r.sandboxed and account:   # Gradescope 的容器里没有 bubblewrap（gradescope.py 的 isolation）
+        notes.append("  （没有在沙箱里运行：这个容器里用不了 bubblewrap，学生的代码以一个单独的、"
+                     "没有特权的用户号运行）")
+    elif not r.sandboxed:
         notes.append("  （没有在沙箱里运行：--no-sandbox）")
     return notes
 

@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..answer_format import AnswerFileError, answers_from_output, parse_json, probe_source
+from ..answer_format import AnswerFileError, answers_from_output, new_nonce, parse_json, probe_source
 
 MAX_RESTARTS = 3  # 一份笔记本最多换几次内核（超时、崩溃），之后剩下的单元不再运行
 WARM_UP = "import torch, minigpt.homework, minigpt.data, minigpt.attention"
@@ -197,6 +197,10 @@ class NotebookRun:
         self.restarts = 0
         self.spent = 0.0                  # 学生单元一共运行了多少秒（--notebook-timeout 计的是它）
         self.snapshots = Snapshots()
+        # 换内核失败时的退路：上一个内核里最后一次记下的答案 (第几个学生单元之后, {变量名: 探针写的值}, 各单元的变化)
+        self.fallback: tuple[int, dict, list] | None = None
+        self._recorded: tuple[int, dict, list] | None = None
+        self.final_nonce = ""             # 最后的探针这次用的 nonce（见 answer_format.new_nonce）
 
     # ------------------------------------------------------------ 整体
 
@@ -208,9 +212,16 @@ class NotebookRun:
                 return list(self.problems.values()), probed
             if self.watch is not None and self.watch.hit:
                 self.watch.clean(self.workdir)
+            if self.snapshots.at:
+                self._recorded = self.snapshots.recorded()
+            if self.watch is not None:
+                # 沙箱里：先结束上一个内核留下的一切进程（学生 fork 出的、另起会话的），等它们真的没了，
+                # 再启动新内核。否则它们占满进程数上限（按用户号计），新内核起不来，已经对了的题也成了“出错”
+                end_others()
             self.restarts += 1
             if self.restarts > MAX_RESTARTS:
                 self._not_run(None, f"内核已换过 {MAX_RESTARTS} 次，没有再运行这个单元")
+                self.fallback = self._recorded
                 return list(self.problems.values()), None
 
     async def _one_kernel(self) -> tuple[bool, str | None]:
@@ -221,8 +232,10 @@ class NotebookRun:
         cells = self._cells()
         self.snapshots.restart()   # 新内核从头运行：答案的变化从头记
         km = AsyncKernelManager(kernel_name="python3", kernel_spec_manager=_kernel_specs())
+        # 给 nbclient 一份列表的副本：它把执行的单元写回 nb.cells[序号]，小探针用的是最后探针的序号，
+        # 写进我们自己的列表就会把最后的探针（和它的 nonce）换成小探针
         client = NotebookClient(
-            nbformat_notebook(cells), km=km, timeout=self.timeout, allow_errors=True,
+            nbformat_notebook(list(cells)), km=km, timeout=self.timeout, allow_errors=True,
             startup_timeout=STARTUP_TIMEOUT, interrupt_on_timeout=False, shutdown_kernel="immediate",
             record_timing=False, kernel_name="python3")
         client.reset_execution_trackers()
@@ -239,8 +252,10 @@ class NotebookRun:
         except KernelStartError as err:
             if self.restarts == 0:
                 raise
-            # 换内核失败：学生的代码已经运行过（比如写满了 /tmp），算这份提交的问题
+            # 换内核失败：学生的代码已经运行过（比如写满了 /tmp），算这份提交的问题；
+            # 答案按上一个内核里最后一次记下的判（已经对了的题不丢分）
             self._not_run(None, f"换内核失败，没有运行：{err}")
+            self.fallback = self._recorded
             return True, None
         except Exception as err:  # 内核起不来，或者关内核时出错
             if not started:
@@ -248,6 +263,7 @@ class NotebookRun:
                     raise KernelStartError(
                         f"无法启动 Python 内核：{type(err).__name__}: {err}") from None
                 self._not_run(type(err).__name__, "换内核失败，没有运行这个单元")
+                self.fallback = self._recorded
                 return True, None
             if attempt.broke is None:
                 raise
@@ -265,7 +281,8 @@ class NotebookRun:
 
         cells = [nbformat.v4.new_code_cell(WARM_UP)]
         cells += [nbformat.v4.new_code_cell(s) for s in self.sources]
-        cells.append(nbformat.v4.new_code_cell(probe_source(self.names)))
+        self.final_nonce = new_nonce()
+        cells.append(nbformat.v4.new_code_cell(probe_source(self.names, self.final_nonce)))
         return cells
 
     def _not_run(self, exception: str | None, message: str) -> None:
@@ -370,7 +387,8 @@ class NotebookRun:
         left = STEP_PROBE_BUDGET - self.snapshots.seconds
         if not self.snapshots.open or left <= 0:
             return
-        cell = nbformat.v4.new_code_cell(probe_source(self.names))
+        nonce = new_nonce()
+        cell = nbformat.v4.new_code_cell(probe_source(self.names, nonce))
         client.timeout = max(1, math.ceil(min(STEP_PROBE_TIMEOUT, left)))
         began = time.monotonic()
         try:
@@ -386,7 +404,7 @@ class NotebookRun:
             return
         finally:
             self.snapshots.seconds += time.monotonic() - began
-        self.snapshots.add(n + 1, _stream_text(cell))
+        self.snapshots.add(n + 1, _stream_text(cell), nonce)
 
     async def _final_probe(self, client, cells, attempt: _Attempt) -> str | None:
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -421,20 +439,26 @@ class Snapshots:
         self.seconds = 0.0        # 小探针一共用了多少秒（不计入学生单元的时限，另有 STEP_PROBE_BUDGET）
         self.open = True
         self.truncated = False
+        self.at = 0               # 最后一次记下答案是在第几个学生单元之后（从 1 数；0 是还没有记过）
+
+    def recorded(self) -> tuple[int, dict, list]:
+        """此刻记下的答案：(第几个学生单元之后, {变量名: 探针写的值}, 各单元的变化)。"""
+        return self.at, {n: json.loads(v) for n, v in self.last.items()}, list(self.items)
 
     def close(self) -> None:
         self.open = False
 
     def restart(self) -> None:
-        self.items, self.last, self.used = [], {}, 0
+        self.items, self.last, self.used, self.at = [], {}, 0, 0
 
-    def add(self, cell: int, text: str) -> None:
+    def add(self, cell: int, text: str, nonce: str = "") -> None:
         try:
-            raw = parse_json(answers_from_output(text))
+            raw = parse_json(answers_from_output(text, nonce))
         except AnswerFileError:
             return
         if not isinstance(raw, dict):
             return
+        self.at = cell
         changed = {}
         for name, item in raw.items():
             dumped = json.dumps(item, sort_keys=True, ensure_ascii=False)
@@ -456,7 +480,43 @@ async def run_cells(sources: list[str], workdir: Path, names: list[str],
     """运行学生的代码单元：(问题列表, 探针单元的输出文字或 None, 每个单元之后答案的变化)。"""
     run = NotebookRun(sources, workdir, names, timeout, notebook_timeout, limits, watch)
     problems, probed = await run.run()
-    return problems, probed, run.snapshots
+    return problems, probed, run.snapshots, run.fallback, run.final_nonce
+
+
+def _others() -> list[int]:
+    """沙箱里除 1 号进程和自己以外、还没有被收走的进程。"""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in (1, me):
+            try:
+                Path(f"/proc/{entry}/stat").read_bytes()
+            except OSError:
+                continue
+            found.append(int(entry))
+    return found
+
+
+END_WAIT = 20.0   # 换内核前，最多等这么多秒让上一个内核留下的进程全部消失
+
+
+def end_others(wait: float = END_WAIT) -> None:
+    """结束沙箱里除自己以外的所有进程，并等到它们都被收走（僵尸也占进程数上限）。只在沙箱里调用。"""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)   # 只到得了本沙箱里、同一用户的进程，不含本进程和 1 号进程
+        except ProcessLookupError:
+            pass
+        while True:   # 收走自己的子进程（旧内核）；别的由沙箱的 1 号进程收走
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+        if not _others() or time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
 
 
 def end_leftovers() -> int:
@@ -527,12 +587,17 @@ def main(argv: list[str] | None = None) -> int:
             task.cancel()
 
     try:
-        problems, probed, snapshots = asyncio.run(cells_watched())
+        problems, probed, snapshots, fallback, nonce = asyncio.run(cells_watched())
         result["problems"] = problems
         result["snapshots"], result["snapshots_truncated"] = snapshots.items, snapshots.truncated
+        if probed is None and fallback is not None:
+            # 最后的探针没有运行（换内核失败）：交回上一个内核里最后一次记下的答案，并说明是哪个单元之后的
+            after, answers, items = fallback
+            result["answers"] = {n: answers.get(n, {"kind": "missing"}) for n in names}
+            result["snapshots"], result["answers_after_cell"] = items, after
         if probed is not None:
             try:
-                result["answers"] = parse_json(answers_from_output(probed))
+                result["answers"] = parse_json(answers_from_output(probed, nonce))
             except AnswerFileError as err:
                 result["answers_problem"] = str(err).replace("结果文件", "答案")
     except KernelStartError as err:
