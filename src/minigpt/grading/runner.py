@@ -265,7 +265,7 @@ class NotebookRun:
 
         cells = [nbformat.v4.new_code_cell(WARM_UP)]
         cells += [nbformat.v4.new_code_cell(s) for s in self.sources]
-        cells.append(nbformat.v4.new_code_cell(probe_source(self.names)))
+        cells.append(nbformat.v4.new_code_cell(probe_source(self.names, to_kernel=True)))
         return cells
 
     def _not_run(self, exception: str | None, message: str) -> None:
@@ -370,7 +370,7 @@ class NotebookRun:
         left = STEP_PROBE_BUDGET - self.snapshots.seconds
         if not self.snapshots.open or left <= 0:
             return
-        cell = nbformat.v4.new_code_cell(probe_source(self.names))
+        cell = nbformat.v4.new_code_cell(probe_source(self.names, to_kernel=True))
         client.timeout = max(1, math.ceil(min(STEP_PROBE_TIMEOUT, left)))
         began = time.monotonic()
         try:
