@@ -498,14 +498,22 @@ def test_a_later_checker_says_at_once_which_passed_part_its_cell_changed():
     said = _cells(SETUP, SPLIT, "heads = mha.split_heads(mha.W_Q(x))  # 重用了名字\n"
                                 "attn_out = mha(x, causal_mask(3))\ncheck_mha_output(attn_out, x, mha)")
     assert said.startswith("✔ 作业 4 通过")
-    assert "注意：作业 4（一） 已经通过的答案 heads、merged 都后来被改动了" in said
+    # 只点出真的变了的 heads：merged 没有动
+    assert "注意：作业 4（一） 已经通过的答案 heads 后来被改动了" in said and "merged" not in said
 
 
 def test_an_in_place_change_through_a_view_is_named_even_when_the_later_answer_is_wrong():
     said = _cells(SETUP, SPLIT, "x += block.attn(x, causal_mask(3))\nblock_out = x\n"
                                 "check_block_output(block_out, x, block)")
-    assert said.startswith("注意：作业 4（一） 已经通过的答案 heads、merged 都后来被改动了")
+    # heads 是 x 的 view；merged 也是（heads.transpose(1, 2) 本来就连续，contiguous() 不复制）：两个都变了
+    assert re.match("注意：作业 4（一） 已经通过的答案 heads(、| 和 )merged 都后来被改动了", said), said
     assert "你改动了题目给的 x" in said and "检查 block_out" in said
+
+
+def test_when_every_answer_of_a_passed_part_changed_the_note_names_them_all():
+    said = _cells(SETUP, SPLIT, "heads, merged = heads * 2, merged * 2\n"
+                                "attn_out = mha(x, causal_mask(3))\ncheck_mha_output(attn_out, x, mha)")
+    assert re.search("注意：作业 4（一） 已经通过的答案 heads(、| 和 )merged 都后来被改动了", said), said
 
 
 def test_a_part_rebound_in_its_own_cell_and_unchanged_parts_bring_no_note():
