@@ -79,6 +79,8 @@ def _dot_cases():
     add("整张分数矩阵", lambda x: x["Q"] @ x["K"].T, "shape_matrix")
     add("[1, 1] 的矩阵", lambda x: x["q"][None] @ x["k"][:, None], "shape_other")
     add("一维长度 1", lambda x: dot(x)[None], "shape_other")
+    add("q @ K.T（q 对所有 Key 的一行分数）", lambda x: x["q"] @ x["K"].T, "row_of_scores")
+    add("Q @ k（所有 Query 对 k 的一列分数）", lambda x: x["Q"] @ x["k"], "row_of_scores")
     add("除以 √d_k", lambda x: dot(x) / 2, "scaled")
     add(".mean()", lambda x: (x["q"] * x["k"]).mean(), "mean")
     add("负号", lambda x: -dot(x), "sign")
