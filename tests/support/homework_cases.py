@@ -449,6 +449,19 @@ def _mha_ref(x, **kw):
     return mha_by_steps(x["x"], x["mha"], **kw).float()
 
 
+def _mha_hand(x, q=None, out=None):
+    """学生一步一步手写的作业 4（二）：q(x) 换掉 W_Q 的投影、out(m) 换掉 W_O 的投影（None 时用层本身）。"""
+    from minigpt.attention import causal_mask
+
+    mha, t = x["mha"], x["x"]
+    split = lambda y: y.view(1, 3, 2, 4).transpose(1, 2)
+    Q = split(q(t) if q else mha.W_Q(t))
+    K, V = split(mha.W_K(t)), split(mha.W_V(t))
+    att = (Q @ K.transpose(-2, -1) / math.sqrt(4)).masked_fill(causal_mask(3) == 0, NEG_INF)
+    m = (torch.softmax(att, dim=-1) @ V).transpose(1, 2).reshape(1, 3, 8)
+    return out(m) if out else mha.W_O(m)
+
+
 def _mha_cases():
     from minigpt.attention import causal_mask
     from minigpt.layers import NaiveMultiHeadAttention
@@ -510,6 +523,22 @@ def _mha_cases():
     add("权重转置了再乘 V", lambda x: _mha_ref(x, weights_transposed=True), "weights_transposed")
     add("没有 softmax（-inf → NaN）", lambda x: _mha_ref(x, softmax=False), "no_softmax")
     add("没有 softmax（填 0）", lambda x: _mha_ref(x, softmax=False, mask="fill_zero"), "no_softmax")
+    # 手写的投影只错了一层、V 用了 W_K、缩放的位置和除数、填了不够小的有限值（r36a）
+    hand = lambda x, q=None, out=None: _mha_hand(x, q, out)
+    add("手写的投影、拆头、遮蔽、合并（都对）", lambda x: hand(x), "pass")
+    add("x @ W_Q.weight.T 没加偏置", lambda x: hand(x, q=lambda t: t @ x["mha"].W_Q.weight.T), "no_bias_one_layer")
+    add("x @ W_Q.weight + 偏置（没转置）",
+        lambda x: hand(x, q=lambda t: t @ x["mha"].W_Q.weight + x["mha"].W_Q.bias), "weight_not_transposed_one_layer")
+    add("m @ W_O.weight.T 没加偏置", lambda x: hand(x, out=lambda m: m @ x["mha"].W_O.weight.T), "no_bias_one_layer")
+    add("m @ W_O.weight + 偏置（没转置）",
+        lambda x: hand(x, out=lambda m: m @ x["mha"].W_O.weight + x["mha"].W_O.bias), "weight_not_transposed_one_layer")
+    add("W_V 没加偏置", lambda x: _mha_ref(x, no_bias_in=("W_V",)), "no_bias_one_layer")
+    add("只加了 W_O 的偏置", lambda x: hand(x, out=lambda m: m + x["mha"].W_O.bias), "w_o_bias_only")
+    add("V 用了 W_K", lambda x: _mha_ref(x, v_layer="W_K"), "v_from_w_k")
+    add("除以 √num_heads", lambda x: _mha_ref(x, scale="num_heads"), "scaled_by_num_heads")
+    add("softmax 之后才除以 √d_k", lambda x: _mha_ref(x, scale_after_softmax=True), "scaled_after_softmax")
+    add("遮蔽填 -3", lambda x: _mha_ref(x, fill=-3.0), "filled_finite")
+    add("遮蔽填 -10", lambda x: _mha_ref(x, fill=-10.0), "filled_finite")
     add("交了各头的输出", lambda x: torch.zeros(1, 2, 3, 4), "shape_heads")
     add("多了 batch 以外的一维", lambda x: _mha_ref(x)[None], "shape")
     add("别的 x 算的", lambda x: x["mha"](torch.zeros(1, 3, 8), causal_mask(3)), "values")
