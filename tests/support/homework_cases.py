@@ -151,6 +151,13 @@ def _matrix_cases():
     add("einsum", lambda x: torch.einsum("id,jd->ij", x["Q"], x["K"]), "pass")
     add("两层循环", lambda x: _loop(x, lambda Q, K, i, j: (Q[i] * K[j]).sum()), "pass")
     add("广播再求和", lambda x: (x["Q"][:, None, :] * x["K"][None]).sum(-1), "pass")
+    add("循环里 torch.cosine_similarity", lambda x: _loop(
+        x, lambda Q, K, i, j: torch.cosine_similarity(Q[i], K[j], dim=0)), "cosine")
+    add("循环里 (Q[i] + K[j]).sum()", lambda x: _loop(x, lambda Q, K, i, j: (Q[i] + K[j]).sum()), "sum_of_sums")
+    add("torch.cdist(Q, K)", lambda x: torch.cdist(x["Q"], x["K"]), "distance")
+    add("循环里 (Q[i] * K).sum()", lambda x: _loop(x, lambda Q, K, i, j: (Q[i] * K).sum()), "row_against_all_keys")
+    add("S[i, j] = d 写在循环外面", lambda x: _loop(
+        x, lambda Q, K, i, j: (Q[i] * K[j]).sum() if (i, j) == (2, 2) else None), "only_last_cell")
     add("numpy", lambda x: x["Q"].numpy() @ x["K"].numpy().T, "pass")
     add("F.linear", lambda x: F.linear(x["Q"], x["K"]), "pass")
     add("tolist", lambda x: S(x).tolist(), "pass")
@@ -579,6 +586,13 @@ def _ln_cases():
     add("忘了 γ", lambda x: _ln_ref(x, affine="no_gamma"), "no_gamma")
     add("忘了 β", lambda x: _ln_ref(x, affine="no_beta"), "no_beta")
     add("γ、β 用反", lambda x: _ln_ref(x, affine="swapped"), "gamma_beta_swapped")
+    add("gamma * beta * (h - mu) / std", lambda x: _ln_ref(x, affine="gamma_times_beta"), "gamma_times_beta")
+    add("方差用 ((h - mu) ** 2).sum(-1)", lambda x: (x["gamma"] * (x["h"] - x["h"].mean(-1, keepdim=True))
+        / torch.sqrt(((x["h"] - x["h"].mean(-1, keepdim=True)) ** 2).sum(-1, keepdim=True) + 1e-5)
+        + x["beta"]), "variance_summed")
+    add("乘了 std", lambda x: x["gamma"] * (x["h"] - x["h"].mean(-1, keepdim=True))
+        * torch.sqrt(x["h"].var(-1, keepdim=True, unbiased=False) + 1e-5) + x["beta"], "multiplied_by_std")
+    add("eps 写成 1e-6", lambda x: F.layer_norm(x["h"], (8,), x["gamma"], x["beta"], 1e-6), "eps_other_value")
     add("沿 seq 维", lambda x: _ln_ref(x, dims=(1,)), "wrong_axis_seq")
     add("对整个张量", lambda x: _ln_ref(x, dims=(1, 2)), "wrong_axis_all")
     add("torch.var 默认无偏", lambda x: _ln_ref(x, unbiased=True), "unbiased_variance")
@@ -628,6 +642,12 @@ def _block_cases():
     add("没传 mask", lambda x: x["block"](x["x"]), "no_mask")
     add("Pre-LN", lambda x: _block_ref(x, order="pre"), "pre_ln")
     add("残差加在 LN 之后", lambda x: _block_ref(x, order="residual_after_norm"), "residual_after_norm")
+    add("LN 前后各一次", lambda x: x["block"].ln_ffn((lambda x1: x1 + x["block"].ffn(x["block"].ln_ffn(x1)))(
+        x["block"].ln_attn(x["x"] + x["block"].attn(x["block"].ln_attn(x["x"]), causal_mask(3))))), "pre_and_post_ln")
+    add("F.layer_norm 没传 γ、β", lambda x: (lambda x1: F.layer_norm(x1 + x["block"].ffn(x1), (8,)))(
+        F.layer_norm(x["x"] + x["block"].attn(x["x"], causal_mask(3)), (8,))), "norm_without_gamma_beta")
+    add("第二个子层又用了注意力", lambda x: (lambda x1: x["block"].ln_ffn(x1 + x["block"].attn(x1, causal_mask(3))))(
+        x["block"].ln_attn(x["x"] + x["block"].attn(x["x"], causal_mask(3)))), "attention_twice")
     add("注意力少了残差", lambda x: _block_ref(x, residual_attn=False), "no_residual_attn")
     add("FFN 少了残差", lambda x: _block_ref(x, residual_ffn=False), "no_residual_ffn")
     add("都少了残差", lambda x: _block_ref(x, residual_attn=False, residual_ffn=False), "no_residual")
