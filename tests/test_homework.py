@@ -120,6 +120,7 @@ T_SCORE = (X["q"] * X["k"]).sum()
     ((TQ[2] * TK[1]).sum(), r"Q\[2\] 与 K\[1\] 的点积，两个 token 的角色对调了"),
     ((TQ[1] * TK[1]).sum(), r"Q\[1\] 与 K\[1\] 的点积，取错了行"),
     ((TQ[1] * TQ[2]).sum(), r"Q\[1\] 与 Q\[2\] 的点积，两个向量都取自 Q"),
+    (round(float(T_SCORE), 1), "四舍五入到了 1 位小数"),
     (round(float(T_SCORE), 2), "四舍五入到了 2 位小数"),
     (round(float(T_SCORE), 3), "四舍五入到了 3 位小数"),
     (int(T_SCORE), "取了整"),
@@ -241,7 +242,8 @@ def test_masked_weights_is_compared_with_the_truth_not_only_its_properties():
     (lambda s: torch.softmax(s.masked_fill(TRIL == 0, float("-inf")), dim=0), "错误的维度"),
     (lambda s: torch.softmax(s.masked_fill(TRIL.T == 0, float("-inf")), dim=-1), "上三角"),
     (lambda s: torch.softmax(s.masked_fill(torch.tril(TRIL, -1) == 0, float("-inf")), dim=-1),
-     "NaN.*对角线也被遮住了"),
+     "weights 的第 0 行是 NaN。对角线也被遮住了"),
+    (lambda s: torch.softmax(s.masked_fill(TRIL >= 0, float("-inf")), dim=-1), r"weights 的第 0、1、[、\d]+ 行都是 NaN。"),
     # 忘了 softmax、或用了 log_softmax：不是“先 softmax 再填 -inf”
     (lambda s: s.masked_fill(TRIL == 0, float("-inf")), "还没有做 softmax"),
     (lambda s: torch.log_softmax(s.masked_fill(TRIL == 0, float("-inf")), dim=-1), "log_softmax"),
