@@ -421,6 +421,7 @@ def _heads_cases():
 
     right_h = lambda x: _split(x["x"])
     right_m = lambda x: _split(x["x"]).transpose(1, 2).contiguous().view(1, 3, 8)
+    add("两个头都拿前 4 维", lambda x: x["x"][..., :4].unsqueeze(1).repeat(1, 2, 1, 1), right_m, "all_heads_head_0")
     add("view + transpose，transpose + contiguous + view", right_h, right_m, "pass")
     add("reshape 与 permute", lambda x: x["x"].reshape(1, 3, 2, 4).permute(0, 2, 1, 3),
         lambda x: _split(x["x"]).permute(0, 2, 1, 3).reshape(1, 3, 8), "pass")
@@ -646,6 +647,9 @@ def _block_cases():
         x["block"].ln_attn(x["x"] + x["block"].attn(x["block"].ln_attn(x["x"]), causal_mask(3))))), "pre_and_post_ln")
     add("F.layer_norm 没传 γ、β", lambda x: (lambda x1: F.layer_norm(x1 + x["block"].ffn(x1), (8,)))(
         F.layer_norm(x["x"] + x["block"].attn(x["x"], causal_mask(3)), (8,))), "norm_without_gamma_beta")
+    add("用了 h 而不是 x", lambda x: _block_ref({**x, "x": x["h"]}), "input_h")
+    add("x + x1 + ffn(x1)", lambda x: (lambda x1: x["block"].ln_ffn(x["x"] + x1 + x["block"].ffn(x1)))(
+        x["block"].ln_attn(x["x"] + x["block"].attn(x["x"], causal_mask(3)))), "residual_x_and_x1")
     add("第二个子层又用了注意力", lambda x: (lambda x1: x["block"].ln_ffn(x1 + x["block"].attn(x1, causal_mask(3))))(
         x["block"].ln_attn(x["x"] + x["block"].attn(x["x"], causal_mask(3)))), "attention_twice")
     add("注意力少了残差", lambda x: _block_ref(x, residual_attn=False), "no_residual_attn")

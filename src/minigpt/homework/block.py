@@ -49,7 +49,7 @@ def block_by_steps(x: torch.Tensor, block, *, causal: bool = True, order: str = 
             return x1
         second = (lambda t: attn(t, mask)) if attn_twice else block.ffn
         f = second({"x1": x1, "x": x}[ffn_input])
-        base = {"x1": x1, "x": x}[ffn_residual]
+        base = {"x1": x1, "x": x, "x_and_x1": x + x1}[ffn_residual]
         return ln2(base + f if residual_ffn else f)
 
 
@@ -67,6 +67,16 @@ def _with_mha(c):
     return block_by_steps(c.x, c.block, attn=mha)
 
 
+def _from_h(c):
+    """用了作业 5（一）的 h 而不是 x 作输入。"""
+    from .given_data import block_exercise_data
+
+    h = block_exercise_data()["h"]
+    if h.shape != c.x.shape:
+        return None
+    return block_by_steps(h, c.block)
+
+
 DIAGNOSES = (
     Diagnosis("no_mask", _b(causal=False),
               "像是没有把因果遮蔽传给注意力：block.attn(x, mask)，mask 是 3×3 的下三角"),
@@ -81,6 +91,10 @@ DIAGNOSES = (
               "直接调用 block.ln_attn(…)、block.ln_ffn(…)"),
     Diagnosis("attention_twice", _b(attn_twice=True),
               "第二个子层像是又用了一次注意力：Block 的第二个子层是 FFN，block.ffn(x1)"),
+    Diagnosis("input_h", _from_h,
+              "像是用作业 5（一）的 h 当了 Block 的输入：这一题的输入是 x"),
+    Diagnosis("residual_x_and_x1", _b(ffn_residual="x_and_x1"),
+              "第二个残差像是加了两次：x + x1 + FFN(x1)。第二个 LayerNorm 的输入只是 x1 + FFN(x1)"),
     Diagnosis("residual_after_norm", _b(order="residual_after_norm"),
               "残差像是加在了 LayerNorm 之后（x + LN(子层(x))）：Post-LN 是 LN(x + 子层(x))，先加再归一化"),
     Diagnosis("no_residual_attn", _b(residual_attn=False),
