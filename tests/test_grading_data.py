@@ -29,6 +29,16 @@ def _probe(namespace: dict, names: list[str]) -> bytes:
     return answers.answers_from_output(sink.getvalue())
 
 
+def test_probe_is_immune_to_student_variables_named_like_builtins():
+    """学生的 min = …、list = …、print = …、globals = … 不影响探针：它从 builtins 取内置函数。"""
+    ns = {"S": torch.tensor([[1.0, 2.0]]), "L": [1, (2, 3.5)], "min": torch.tensor(0.5), "list": [1, 2],
+          "str": "the cat sat", "type": "causal", "len": 3, "isinstance": None, "tuple": (), "repr": 1,
+          "abs": 2, "int": 0, "float": 0.0, "bool": 1, "Exception": ValueError, "Ellipsis": 0,
+          "print": lambda *a, **k: None, "globals": lambda: {"S": 0}}
+    got = decode_answers(parse_json(_probe(ns, ["S", "L", "gone"])), ["S", "L", "gone"])
+    assert torch.equal(got["S"], ns["S"]) and got["L"] == [1, (2, 3.5)] and got["gone"] is MISSING
+
+
 def test_probe_output_round_trips_tensors_numbers_lists_and_numpy():
     ns = {"t": torch.tensor([[1.5, -2.0], [0.25, 3.0]]), "i": 7, "f": 0.1, "b": True, "n": None,
           "e": ..., "arr": np.tril(np.ones((2, 2), dtype=bool)), "np_int": np.int64(5),

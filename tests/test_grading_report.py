@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from support.book import REPO
-from minigpt.grading import cli, report
+from minigpt.grading import cli, judge, report
 from minigpt.answer_format import MISSING, answers_from_output, decode_answer, parse_json, probe_source
 from minigpt.grading.judge import judge_exercise
 from minigpt.grading.submission import code_cells
@@ -70,7 +70,7 @@ def _grade(cells) -> tuple[list[ExerciseResult], dict[int, Problem]]:
     """在本进程里依次运行每个单元（出错照样往下），每个单元之后记下答案的变化，再像批改程序那样判每道小题。"""
     namespace: dict = {}
     problems = {}
-    names = sorted({n for e in EXERCISES for n in e.answers})
+    names = judge.TRACKED_NAMES   # 和 runner 一样：答案变量，加上学生手里的题目数据
     history, last = [], {}
     for n, cell in enumerate(cells):
         try:
@@ -166,6 +166,17 @@ def test_an_answer_a_later_part_changes_keeps_its_points_with_the_cell_named(key
     assert f"{part} {both}在代码单元 {where} 里被改动了" in got[changed].message
     r = SubmissionResult("s.ipynb", True, exercises=list(got.values()))
     assert any(f"代码单元 {where}" in line for line in report.details(r))
+
+
+def test_given_data_changed_by_another_parts_cell_is_traced_to_that_cell():
+    """作业 5（一）的单元里 x.zero_()：作业 5（二）按原来的 x 判，答错；说明开头提醒 x 被改动了，并写出是哪个单元。"""
+    solutions = tool.solutions()
+    cells = _notebook({**solutions, "5a": solutions["5a"] + "\nx.zero_()  # 清空草稿"})
+    got = _by_key(_grade(cells)[0])
+    where = next(n for n, c in enumerate(cells) if _starter(c) == "5a") + 1
+    assert got["5b"].status == "wrong"
+    assert got["5b"].message.startswith("注意：你改动了题目给的 x")
+    assert f"x 是在代码单元 {where} 里改动的" in got["5b"].message, got["5b"].message
 
 
 def test_an_answer_rebound_in_a_cell_of_its_own_part_is_graded_on_its_final_value():

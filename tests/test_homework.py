@@ -120,6 +120,7 @@ T_SCORE = (X["q"] * X["k"]).sum()
     ((TQ[2] * TK[1]).sum(), r"Q\[2\] 与 K\[1\] 的点积，两个 token 的角色对调了"),
     ((TQ[1] * TK[1]).sum(), r"Q\[1\] 与 K\[1\] 的点积，取错了行"),
     ((TQ[1] * TQ[2]).sum(), r"Q\[1\] 与 Q\[2\] 的点积，两个向量都取自 Q"),
+    (round(float(T_SCORE), 1), "四舍五入到了 1 位小数"),
     (round(float(T_SCORE), 2), "四舍五入到了 2 位小数"),
     (round(float(T_SCORE), 3), "四舍五入到了 3 位小数"),
     (int(T_SCORE), "取了整"),
@@ -241,7 +242,8 @@ def test_masked_weights_is_compared_with_the_truth_not_only_its_properties():
     (lambda s: torch.softmax(s.masked_fill(TRIL == 0, float("-inf")), dim=0), "错误的维度"),
     (lambda s: torch.softmax(s.masked_fill(TRIL.T == 0, float("-inf")), dim=-1), "上三角"),
     (lambda s: torch.softmax(s.masked_fill(torch.tril(TRIL, -1) == 0, float("-inf")), dim=-1),
-     "NaN.*对角线也被遮住了"),
+     "weights 的第 0 行是 NaN。对角线也被遮住了"),
+    (lambda s: torch.softmax(s.masked_fill(TRIL >= 0, float("-inf")), dim=-1), r"weights 的第 0、1、[、\d]+ 行都是 NaN。"),
     # 忘了 softmax、或用了 log_softmax：不是“先 softmax 再填 -inf”
     (lambda s: s.masked_fill(TRIL == 0, float("-inf")), "还没有做 softmax"),
     (lambda s: torch.log_softmax(s.masked_fill(TRIL == 0, float("-inf")), dim=-1), "log_softmax"),
@@ -498,14 +500,22 @@ def test_a_later_checker_says_at_once_which_passed_part_its_cell_changed():
     said = _cells(SETUP, SPLIT, "heads = mha.split_heads(mha.W_Q(x))  # 重用了名字\n"
                                 "attn_out = mha(x, causal_mask(3))\ncheck_mha_output(attn_out, x, mha)")
     assert said.startswith("✔ 作业 4 通过")
-    assert "注意：作业 4（一） 已经通过的答案 heads 和 merged 都后来被改动了" in said
+    # 只点出真的变了的 heads：merged 没有动
+    assert "注意：作业 4（一） 已经通过的答案 heads 后来被改动了" in said and "merged" not in said
 
 
 def test_an_in_place_change_through_a_view_is_named_even_when_the_later_answer_is_wrong():
     said = _cells(SETUP, SPLIT, "x += block.attn(x, causal_mask(3))\nblock_out = x\n"
                                 "check_block_output(block_out, x, block)")
-    assert said.startswith("注意：作业 4（一） 已经通过的答案 heads 和 merged 都后来被改动了")
+    # heads 是 x 的 view；merged 也是（heads.transpose(1, 2) 本来就连续，contiguous() 不复制）：两个都变了
+    assert re.match("注意：作业 4（一） 已经通过的答案 heads(、| 和 )merged 都后来被改动了", said), said
     assert "你改动了题目给的 x" in said and "检查 block_out" in said
+
+
+def test_when_every_answer_of_a_passed_part_changed_the_note_names_them_all():
+    said = _cells(SETUP, SPLIT, "heads, merged = heads * 2, merged * 2\n"
+                                "attn_out = mha(x, causal_mask(3))\ncheck_mha_output(attn_out, x, mha)")
+    assert re.search("注意：作业 4（一） 已经通过的答案 heads(、| 和 )merged 都后来被改动了", said), said
 
 
 def test_a_part_rebound_in_its_own_cell_and_unchanged_parts_bring_no_note():

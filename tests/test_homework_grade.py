@@ -484,7 +484,7 @@ def test_two_submissions_with_the_same_student_id_are_pointed_out(tmp_path):
 # ---------------------------------------------------------------- 各种保存方式
 
 SHAPES = ["shape_code_cell_first", "shape_nbformat44_no_ids", "shape_colab", "shape_jupyterlab_outputs",
-          "shape_extra_cells", "shape_moved_cells"]
+          "shape_extra_cells", "shape_moved_cells", "shape_shadowed_builtins"]
 
 
 @pytest.mark.parametrize("name", SHAPES)
@@ -505,6 +505,10 @@ def test_shapes_are_what_they_claim_to_be():
     order = [t for c in raw["shape_moved_cells"]["cells"] for t in c.get("metadata", {}).get("tags", [])
              if t.startswith("hw-starter-")]
     assert order != sorted(order)
+    last = raw["shape_shadowed_builtins"]["cells"][-1]["source"]
+    last = "".join(last) if isinstance(last, list) else last
+    for name in ("min", "list", "str", "type", "print", "sys.stdout"):
+        assert f"\n{name} = " in last, name
 
 
 # ---------------------------------------------------------------- 恶意的提交

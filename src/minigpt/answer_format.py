@@ -36,9 +36,15 @@ def new_nonce() -> str:
 
 # 在学生的内核里运行：把答案变量写成一行 JSON（只含数字、字符串、列表和张量的数据），
 # 打印到这个单元的输出里（经内核的消息通道传给 runner，不占学生能写满的磁盘）。
+# 探针里的内置函数都从 builtins 模块取（学生的 min = …、list = …、print = … 挡不住它），
+# 变量从调用者真正的全局字典取（不经学生能改名的 globals）；to_kernel 时经内核的消息通道送出，
+# 不经学生能换掉的 sys.stdout（sys.stdout = io.StringIO() 也挡不住）。
 PROBE = r"""
 def __minigpt_grade_probe(__names, __limit=%(limit)d):
-    import json, torch
+    import builtins as __b, json, sys, torch
+    (abs, bool, Exception, float, int, isinstance, len, list, min, print, repr, str, tuple,
+     type) = (__b.abs, __b.bool, __b.Exception, __b.float, __b.int, __b.isinstance, __b.len,
+              __b.list, __b.min, __b.print, __b.repr, __b.str, __b.tuple, __b.type)
     ok = %(dtypes)r
     budget = [__limit * 4]          # 所有答案合起来最多这么多个元素
     def conv(v, depth=0):
@@ -48,7 +54,7 @@ def __minigpt_grade_probe(__names, __limit=%(limit)d):
                     "repr": "（答案太大，没有取回）"}
         if v is None:
             return {"kind": "none"}
-        if v is Ellipsis:
+        if v is ...:
             return {"kind": "ellipsis"}
         module = type(v).__module__ or ""
         if module.startswith("numpy"):
@@ -85,9 +91,20 @@ def __minigpt_grade_probe(__names, __limit=%(limit)d):
         except Exception:
             text = "?"
         return {"kind": "opaque", "type": type(v).__name__[:40], "repr": text}
-    g = globals()
+    g = __b.globals()
     out = {n: (conv(g[n]) if n in g else {"kind": "missing"}) for n in __names}
-    print("\n" + %(marker)r + json.dumps(out), flush=True)
+    text = "\n" + %(marker)r + json.dumps(out) + "\n"
+    shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
+    kernel = __b.getattr(shell, "kernel", None) if %(to_kernel)r else None
+    if kernel is None:
+        print(text, end="", flush=True)
+        return
+    try:
+        sys.stdout.flush()          # 学生先前打印、还没送出的文字排在答案前面
+    except Exception:
+        pass
+    kernel.session.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": text},
+                        kernel.get_parent("shell"))
 __minigpt_grade_probe(%(names)r)
 del __minigpt_grade_probe
 """
@@ -97,9 +114,13 @@ def _marker(nonce: str) -> str:
     return f"{MARKER}{nonce}:" if nonce else MARKER
 
 
-def probe_source(names: list[str], nonce: str = "") -> str:
+def probe_source(names: list[str], nonce: str = "", to_kernel: bool = False) -> str:
+    """探针的源代码。nonce：批改程序每次运行新抽的随机串，标记里带着它，学生打印的假标记认不出来。
+    to_kernel：在 Jupyter 内核里经内核的消息通道送出答案（批改程序用），
+    否则打印到 sys.stdout（检查器、测试用 redirect_stdout 接住它）。"""
     return PROBE % {"limit": MAX_ELEMENTS, "dtypes": sorted(DTYPES),
-                    "depth": MAX_DEPTH, "marker": _marker(nonce), "names": list(names)}
+                    "depth": MAX_DEPTH, "marker": _marker(nonce), "names": list(names),
+                    "to_kernel": bool(to_kernel)}
 
 
 def answers_from_output(text: str, nonce: str = "") -> bytes:

@@ -79,6 +79,8 @@ def _dot_cases():
     add("整张分数矩阵", lambda x: x["Q"] @ x["K"].T, "shape_matrix")
     add("[1, 1] 的矩阵", lambda x: x["q"][None] @ x["k"][:, None], "shape_other")
     add("一维长度 1", lambda x: dot(x)[None], "shape_other")
+    add("q @ K.T（q 对所有 Key 的一行分数）", lambda x: x["q"] @ x["K"].T, "row_of_scores")
+    add("Q @ k（所有 Query 对 k 的一列分数）", lambda x: x["Q"] @ x["k"], "row_of_scores")
     add("除以 √d_k", lambda x: dot(x) / 2, "scaled")
     add(".mean()", lambda x: (x["q"] * x["k"]).mean(), "mean")
     add("负号", lambda x: -dot(x), "sign")
@@ -149,6 +151,13 @@ def _matrix_cases():
     add("einsum", lambda x: torch.einsum("id,jd->ij", x["Q"], x["K"]), "pass")
     add("两层循环", lambda x: _loop(x, lambda Q, K, i, j: (Q[i] * K[j]).sum()), "pass")
     add("广播再求和", lambda x: (x["Q"][:, None, :] * x["K"][None]).sum(-1), "pass")
+    add("循环里 torch.cosine_similarity", lambda x: _loop(
+        x, lambda Q, K, i, j: torch.cosine_similarity(Q[i], K[j], dim=0)), "cosine")
+    add("循环里 (Q[i] + K[j]).sum()", lambda x: _loop(x, lambda Q, K, i, j: (Q[i] + K[j]).sum()), "sum_of_sums")
+    add("torch.cdist(Q, K)", lambda x: torch.cdist(x["Q"], x["K"]), "distance")
+    add("循环里 (Q[i] * K).sum()", lambda x: _loop(x, lambda Q, K, i, j: (Q[i] * K).sum()), "row_against_all_keys")
+    add("S[i, j] = d 写在循环外面", lambda x: _loop(
+        x, lambda Q, K, i, j: (Q[i] * K[j]).sum() if (i, j) == (2, 2) else None), "only_last_cell")
     add("numpy", lambda x: x["Q"].numpy() @ x["K"].numpy().T, "pass")
     add("F.linear", lambda x: F.linear(x["Q"], x["K"]), "pass")
     add("tolist", lambda x: S(x).tolist(), "pass")
@@ -412,6 +421,7 @@ def _heads_cases():
 
     right_h = lambda x: _split(x["x"])
     right_m = lambda x: _split(x["x"]).transpose(1, 2).contiguous().view(1, 3, 8)
+    add("两个头都拿前 4 维", lambda x: x["x"][..., :4].unsqueeze(1).repeat(1, 2, 1, 1), right_m, "all_heads_head_0")
     add("view + transpose，transpose + contiguous + view", right_h, right_m, "pass")
     add("reshape 与 permute", lambda x: x["x"].reshape(1, 3, 2, 4).permute(0, 2, 1, 3),
         lambda x: _split(x["x"]).permute(0, 2, 1, 3).reshape(1, 3, 8), "pass")
@@ -445,6 +455,19 @@ def _mha_ref(x, **kw):
     from minigpt.homework.mha_forward import mha_by_steps
 
     return mha_by_steps(x["x"], x["mha"], **kw).float()
+
+
+def _mha_hand(x, q=None, out=None):
+    """学生一步一步手写的作业 4（二）：q(x) 换掉 W_Q 的投影、out(m) 换掉 W_O 的投影（None 时用层本身）。"""
+    from minigpt.attention import causal_mask
+
+    mha, t = x["mha"], x["x"]
+    split = lambda y: y.view(1, 3, 2, 4).transpose(1, 2)
+    Q = split(q(t) if q else mha.W_Q(t))
+    K, V = split(mha.W_K(t)), split(mha.W_V(t))
+    att = (Q @ K.transpose(-2, -1) / math.sqrt(4)).masked_fill(causal_mask(3) == 0, NEG_INF)
+    m = (torch.softmax(att, dim=-1) @ V).transpose(1, 2).reshape(1, 3, 8)
+    return out(m) if out else mha.W_O(m)
 
 
 def _mha_cases():
@@ -508,6 +531,22 @@ def _mha_cases():
     add("权重转置了再乘 V", lambda x: _mha_ref(x, weights_transposed=True), "weights_transposed")
     add("没有 softmax（-inf → NaN）", lambda x: _mha_ref(x, softmax=False), "no_softmax")
     add("没有 softmax（填 0）", lambda x: _mha_ref(x, softmax=False, mask="fill_zero"), "no_softmax")
+    # 手写的投影只错了一层、V 用了 W_K、缩放的位置和除数、填了不够小的有限值（r36a）
+    hand = lambda x, q=None, out=None: _mha_hand(x, q, out)
+    add("手写的投影、拆头、遮蔽、合并（都对）", lambda x: hand(x), "pass")
+    add("x @ W_Q.weight.T 没加偏置", lambda x: hand(x, q=lambda t: t @ x["mha"].W_Q.weight.T), "no_bias_one_layer")
+    add("x @ W_Q.weight + 偏置（没转置）",
+        lambda x: hand(x, q=lambda t: t @ x["mha"].W_Q.weight + x["mha"].W_Q.bias), "weight_not_transposed_one_layer")
+    add("m @ W_O.weight.T 没加偏置", lambda x: hand(x, out=lambda m: m @ x["mha"].W_O.weight.T), "no_bias_one_layer")
+    add("m @ W_O.weight + 偏置（没转置）",
+        lambda x: hand(x, out=lambda m: m @ x["mha"].W_O.weight + x["mha"].W_O.bias), "weight_not_transposed_one_layer")
+    add("W_V 没加偏置", lambda x: _mha_ref(x, no_bias_in=("W_V",)), "no_bias_one_layer")
+    add("只加了 W_O 的偏置", lambda x: hand(x, out=lambda m: m + x["mha"].W_O.bias), "w_o_bias_only")
+    add("V 用了 W_K", lambda x: _mha_ref(x, v_layer="W_K"), "v_from_w_k")
+    add("除以 √num_heads", lambda x: _mha_ref(x, scale="num_heads"), "scaled_by_num_heads")
+    add("softmax 之后才除以 √d_k", lambda x: _mha_ref(x, scale_after_softmax=True), "scaled_after_softmax")
+    add("遮蔽填 -3", lambda x: _mha_ref(x, fill=-3.0), "filled_finite")
+    add("遮蔽填 -10", lambda x: _mha_ref(x, fill=-10.0), "filled_finite")
     add("交了各头的输出", lambda x: torch.zeros(1, 2, 3, 4), "shape_heads")
     add("多了 batch 以外的一维", lambda x: _mha_ref(x)[None], "shape")
     add("别的 x 算的", lambda x: x["mha"](torch.zeros(1, 3, 8), causal_mask(3)), "values")
@@ -548,6 +587,13 @@ def _ln_cases():
     add("忘了 γ", lambda x: _ln_ref(x, affine="no_gamma"), "no_gamma")
     add("忘了 β", lambda x: _ln_ref(x, affine="no_beta"), "no_beta")
     add("γ、β 用反", lambda x: _ln_ref(x, affine="swapped"), "gamma_beta_swapped")
+    add("gamma * beta * (h - mu) / std", lambda x: _ln_ref(x, affine="gamma_times_beta"), "gamma_times_beta")
+    add("方差用 ((h - mu) ** 2).sum(-1)", lambda x: (x["gamma"] * (x["h"] - x["h"].mean(-1, keepdim=True))
+        / torch.sqrt(((x["h"] - x["h"].mean(-1, keepdim=True)) ** 2).sum(-1, keepdim=True) + 1e-5)
+        + x["beta"]), "variance_summed")
+    add("乘了 std", lambda x: x["gamma"] * (x["h"] - x["h"].mean(-1, keepdim=True))
+        * torch.sqrt(x["h"].var(-1, keepdim=True, unbiased=False) + 1e-5) + x["beta"], "multiplied_by_std")
+    add("eps 写成 1e-6", lambda x: F.layer_norm(x["h"], (8,), x["gamma"], x["beta"], 1e-6), "eps_other_value")
     add("沿 seq 维", lambda x: _ln_ref(x, dims=(1,)), "wrong_axis_seq")
     add("对整个张量", lambda x: _ln_ref(x, dims=(1, 2)), "wrong_axis_all")
     add("torch.var 默认无偏", lambda x: _ln_ref(x, unbiased=True), "unbiased_variance")
@@ -597,6 +643,15 @@ def _block_cases():
     add("没传 mask", lambda x: x["block"](x["x"]), "no_mask")
     add("Pre-LN", lambda x: _block_ref(x, order="pre"), "pre_ln")
     add("残差加在 LN 之后", lambda x: _block_ref(x, order="residual_after_norm"), "residual_after_norm")
+    add("LN 前后各一次", lambda x: x["block"].ln_ffn((lambda x1: x1 + x["block"].ffn(x["block"].ln_ffn(x1)))(
+        x["block"].ln_attn(x["x"] + x["block"].attn(x["block"].ln_attn(x["x"]), causal_mask(3))))), "pre_and_post_ln")
+    add("F.layer_norm 没传 γ、β", lambda x: (lambda x1: F.layer_norm(x1 + x["block"].ffn(x1), (8,)))(
+        F.layer_norm(x["x"] + x["block"].attn(x["x"], causal_mask(3)), (8,))), "norm_without_gamma_beta")
+    add("用了 h 而不是 x", lambda x: _block_ref({**x, "x": x["h"]}), "input_h")
+    add("x + x1 + ffn(x1)", lambda x: (lambda x1: x["block"].ln_ffn(x["x"] + x1 + x["block"].ffn(x1)))(
+        x["block"].ln_attn(x["x"] + x["block"].attn(x["x"], causal_mask(3)))), "residual_x_and_x1")
+    add("第二个子层又用了注意力", lambda x: (lambda x1: x["block"].ln_ffn(x1 + x["block"].attn(x1, causal_mask(3))))(
+        x["block"].ln_attn(x["x"] + x["block"].attn(x["x"], causal_mask(3)))), "attention_twice")
     add("注意力少了残差", lambda x: _block_ref(x, residual_attn=False), "no_residual_attn")
     add("FFN 少了残差", lambda x: _block_ref(x, residual_ffn=False), "no_residual_ffn")
     add("都少了残差", lambda x: _block_ref(x, residual_attn=False, residual_ffn=False), "no_residual")

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from ..homework import EXERCISES, HomeworkNotFilled, HomeworkWrong, exercise_inputs
+from ..homework.checker import _same as same_as_given
 from ..homework.checker import changed_note
 from ..homework.names import listing
 from . import sandbox
@@ -152,12 +153,33 @@ def _given_note(exercise, history, cells: list[dict], inputs: dict) -> str:
         return ""
     names = [n for n in exercise.given if n in GIVEN_TRACKED]
     seen: dict = {}
+    since: dict[str, int] = {}   # 变量名 → 从哪个单元（从 0 数）起和原来的数据不一样了
     for cell, changed in history:
         if cell > anchor:
             break
-        seen.update({n: v for n, v in changed.items() if n in names})
+        for n, v in changed.items():
+            if n not in names:
+                continue
+            seen[n] = v
+            if v is MISSING or same_as_given(v, inputs[n]):
+                since.pop(n, None)
+            else:
+                since.setdefault(n, cell)
     given = {n: seen[n] for n in names if n in seen and seen[n] is not MISSING}
-    return changed_note(given, inputs)
+    note = changed_note(given, inputs)
+    if not note:
+        return note
+    by_cell: dict[int, list[str]] = {}
+    for n in names:
+        if n in since and n in given:
+            by_cell.setdefault(since[n], []).append(n)
+    for cell, changed in sorted(by_cell.items()):
+        listed = listing(changed)
+        if len(changed) > 1:
+            note += f"（{listed} 都是在代码单元 {cell + 1} 里改动的。）"
+        else:
+            note += f"（{listed} 是在代码单元 {cell + 1} 里改动的。）"
+    return note
 
 
 def _on_purpose(cells: list[dict], exercise, n: int) -> bool:

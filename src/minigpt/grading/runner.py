@@ -282,7 +282,8 @@ class NotebookRun:
         cells = [nbformat.v4.new_code_cell(WARM_UP)]
         cells += [nbformat.v4.new_code_cell(s) for s in self.sources]
         self.final_nonce = new_nonce()
-        cells.append(nbformat.v4.new_code_cell(probe_source(self.names, self.final_nonce)))
+        cells.append(nbformat.v4.new_code_cell(
+            probe_source(self.names, self.final_nonce, to_kernel=True)))
         return cells
 
     def _not_run(self, exception: str | None, message: str) -> None:
@@ -388,7 +389,7 @@ class NotebookRun:
         if not self.snapshots.open or left <= 0:
             return
         nonce = new_nonce()
-        cell = nbformat.v4.new_code_cell(probe_source(self.names, nonce))
+        cell = nbformat.v4.new_code_cell(probe_source(self.names, nonce, to_kernel=True))
         client.timeout = max(1, math.ceil(min(STEP_PROBE_TIMEOUT, left)))
         began = time.monotonic()
         try:

@@ -13,7 +13,8 @@ def block_by_steps(x: torch.Tensor, block, *, causal: bool = True, order: str = 
                    residual_attn: bool = True, residual_ffn: bool = True,
                    ffn: bool = True, swap_norms: bool = False, norm_attn: bool = True,
                    norm_ffn: bool = True, ln_attn_twice: bool = False, ffn_input: str = "x1",
-                   ffn_residual: str = "x1", attn=None) -> torch.Tensor:
+                   ffn_residual: str = "x1", attn=None, plain_norm: bool = False,
+                   attn_twice: bool = False) -> torch.Tensor:
     """第 6 节的 Post-LN Block：x1 = LN1(x + Attn(x))，out = LN2(x1 + FFN(x1))；
     各个参数可以换成一种典型的错误做法（诊断表用它）。attn 换掉注意力子层（例如作业 4 的 mha）。"""
     n = x.shape[-2]
@@ -22,12 +23,17 @@ def block_by_steps(x: torch.Tensor, block, *, causal: bool = True, order: str = 
     if ln_attn_twice:
         ln2 = block.ln_attn
     attn = attn or block.attn
+    if plain_norm:   # F.layer_norm(t, (d,)) 没有传 block 的 γ、β
+        ln1 = ln2 = lambda t: torch.nn.functional.layer_norm(t, t.shape[-1:], eps=block.ln_attn.eps)  # noqa: E731
     keep = lambda t: t      # noqa: E731  少了哪个 LayerNorm，就用它代替
     ln1, ln2 = (ln1 if norm_attn else keep), (ln2 if norm_ffn else keep)
     with torch.no_grad():
         if order == "pre":
             x1 = x + attn(ln1(x), mask)
             return x1 + block.ffn(ln2(x1))
+        if order == "pre_and_post":        # 子层前后各做了一次 LayerNorm
+            x1 = ln1(x + attn(ln1(x), mask))
+            return ln2(x1 + block.ffn(ln2(x1)))
         if order == "residual_after_norm":
             x1 = x + ln1(attn(x, mask))
             return x1 + ln2(block.ffn(x1))
@@ -41,8 +47,9 @@ def block_by_steps(x: torch.Tensor, block, *, causal: bool = True, order: str = 
         x1 = ln1(x + a if residual_attn else a)
         if not ffn:
             return x1
-        f = block.ffn({"x1": x1, "x": x}[ffn_input])
-        base = {"x1": x1, "x": x}[ffn_residual]
+        second = (lambda t: attn(t, mask)) if attn_twice else block.ffn
+        f = second({"x1": x1, "x": x}[ffn_input])
+        base = {"x1": x1, "x": x, "x_and_x1": x + x1}[ffn_residual]
         return ln2(base + f if residual_ffn else f)
 
 
@@ -60,12 +67,34 @@ def _with_mha(c):
     return block_by_steps(c.x, c.block, attn=mha)
 
 
+def _from_h(c):
+    """用了作业 5（一）的 h 而不是 x 作输入。"""
+    from .given_data import block_exercise_data
+
+    h = block_exercise_data()["h"]
+    if h.shape != c.x.shape:
+        return None
+    return block_by_steps(h, c.block)
+
+
 DIAGNOSES = (
     Diagnosis("no_mask", _b(causal=False),
               "像是没有把因果遮蔽传给注意力：block.attn(x, mask)，mask 是 3×3 的下三角"),
     Diagnosis("pre_ln", _b(order="pre"),
               "这像是 Pre-LN 的排法（先 LayerNorm、再进子层、再加回输入）：这一题要 Post-LN，"
               "先把子层的输出加回输入，再对和做 LayerNorm"),
+    Diagnosis("pre_and_post_ln", _b(order="pre_and_post"),
+              "LayerNorm 像是做了两次：子层之前一次（Pre-LN），加回之后又一次（Post-LN）。"
+              "这一题只要 Post-LN：子层直接用 x，加回之后再 LayerNorm"),
+    Diagnosis("norm_without_gamma_beta", _b(plain_norm=True),
+              "LayerNorm 像是没有用 block 的 γ、β（例如 F.layer_norm(t, (8,)) 没传 weight、bias）："
+              "直接调用 block.ln_attn(…)、block.ln_ffn(…)"),
+    Diagnosis("attention_twice", _b(attn_twice=True),
+              "第二个子层像是又用了一次注意力：Block 的第二个子层是 FFN，block.ffn(x1)"),
+    Diagnosis("input_h", _from_h,
+              "像是用作业 5（一）的 h 当了 Block 的输入：这一题的输入是 x"),
+    Diagnosis("residual_x_and_x1", _b(ffn_residual="x_and_x1"),
+              "第二个残差像是加了两次：x + x1 + FFN(x1)。第二个 LayerNorm 的输入只是 x1 + FFN(x1)"),
     Diagnosis("residual_after_norm", _b(order="residual_after_norm"),
               "残差像是加在了 LayerNorm 之后（x + LN(子层(x))）：Post-LN 是 LN(x + 子层(x))，先加再归一化"),
     Diagnosis("no_residual_attn", _b(residual_attn=False),

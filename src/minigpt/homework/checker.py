@@ -11,12 +11,13 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import json
 import sys
 from typing import Callable
 
 import torch
 
-from ..answer_format import AnswerFileError, round_trip
+from ..answer_format import AnswerFileError, answers_from_output, parse_json, probe_source, round_trip
 from .errors import HomeworkNotFilled, HomeworkWrong
 from .exercise import Exercise
 from .given_data import exercise_inputs
@@ -61,24 +62,42 @@ def changed_note(given: dict, inputs: dict) -> str:
             "（例如 .mul_()、/=）。")
 
 
-# 笔记本里已经通过的小题：{编号: 学生的命名空间}。之后每次调用检查器，都重新判一遍同一命名空间里
-# 这些题的答案：被别的单元改坏了（重新赋值、原地修改、改了它 view 的张量），当场说出来
-_PASSED: dict[str, dict] = {}
+# 笔记本里已经通过的小题：{编号: (学生的命名空间, 通过时每个答案变量的样子)}。之后每次调用检查器，
+# 都重新判一遍同一命名空间里这些题的答案：被别的单元改坏了（重新赋值、原地修改、改了它 view 的张量），
+# 当场说出来，只点出真的变了的变量
+_PASSED: dict[str, tuple[dict, dict]] = {}
+
+
+def _seen(values: dict) -> dict:
+    """每个答案变量经探针写成的 JSON 文字（逐个变量比较它后来变了没有）；读不回来的是 None。"""
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink):
+            exec(probe_source(list(values)), dict(values))  # noqa: S102
+        raw = parse_json(answers_from_output(sink.getvalue()))
+    except Exception:
+        return dict.fromkeys(values)
+    return {n: json.dumps(raw.get(n), sort_keys=True) for n in values}
+
+
+def _lead(exercise: Exercise, changed: list[str]) -> str:
+    """提醒的开头：只点出 changed 里的变量（删了的，或值和通过时不一样了的）。"""
+    names = listing(changed)
+    if len(changed) > 1:
+        return f"注意：{exercise.part} 已经通过的答案 {names} 都"
+    return f"注意：{exercise.part} 已经通过的答案 {names} "
 
 
 def _broken_since_passed(namespace: dict, current: Exercise, exercises) -> str:
     """namespace 里以前通过、现在却过不了的小题：一句提醒（并把它们从 _PASSED 里去掉）；都好好的时返回空字符串。"""
     notes = []
     for exercise in exercises:
-        if exercise.key == current.key or _PASSED.get(exercise.key) is not namespace:
+        passed = _PASSED.get(exercise.key)
+        if exercise.key == current.key or passed is None or passed[0] is not namespace:
             continue
-        names = listing(exercise.answers)
-        if len(exercise.answers) > 1:
-            lead = f"注意：{exercise.part} 已经通过的答案 {names} 都"
-        else:
-            lead = f"注意：{exercise.part} 已经通过的答案 {names} "
-        if any(n not in namespace for n in exercise.answers):
-            notes.append(f"{lead}后来被删除了（del）。"
+        gone = [n for n in exercise.answers if n not in namespace]
+        if gone:
+            notes.append(f"{_lead(exercise, gone)}后来被删除了（del）。"
                          f"删除它的若是别的题的单元，"
                          f"批改仍按 {exercise.part} 自己的单元运行完时的值给分。"
                          "不过最好别删它。")
@@ -92,8 +111,11 @@ def _broken_since_passed(namespace: dict, current: Exercise, exercises) -> str:
         except (HomeworkWrong, HomeworkNotFilled):
             pass
         del _PASSED[exercise.key]
+        now = _seen({n: namespace[n] for n in exercise.answers})
+        changed = ([n for n in exercise.answers if now[n] is None or now[n] != passed[1].get(n)]
+                   or list(exercise.answers))
         notes.append(
-            f"{lead}后来被改动了（重新赋值，或者原地修改了它、它所 view 的张量），"
+            f"{_lead(exercise, changed)}后来被改动了（重新赋值，或者原地修改了它、它所 view 的张量），"
             f"现在过不了 {exercise.checker} 的检查。"
             f"改动它的若是别的题的单元，批改仍按 {exercise.part} 自己的单元运行完时的值给分。"
             "不过最好在那里换个变量名，原地修改（x += …）也改成新建张量（x = x + …）。")
@@ -131,7 +153,7 @@ def notebook_checker(exercise: Exercise, exercises: tuple = ()) -> Callable[...,
                 raise
             raise type(err)(f"{note}{err}", err.diagnosis) from None
         if all(namespace.get(n) is v for n, v in mine.items()):
-            _PASSED[exercise.key] = namespace
+            _PASSED[exercise.key] = (namespace, _seen(mine))
         print(f"{message}\n{note}" if note else message)
 
     check.__name__ = check.__qualname__ = exercise.checker

@@ -22,6 +22,27 @@ def _shape_hint(s: torch.Tensor, q: torch.Tensor) -> tuple[str, str]:
                            "可以用 .sum() 或 .item() 得到它")
 
 
+def _row_hint(s: torch.Tensor, q: torch.Tensor, k: torch.Tensor, Q, K) -> tuple[str, str] | None:
+    """score 是 q 对所有 Key 的一行分数（q @ K.T），或所有 Query 对 k 的一列（Q @ k）时：(诊断名, 提示)。
+    对它求和得不到答案，所以不能只说“用 .sum() 变成一个数”。"""
+    try:
+        Q = float_tensor(Q, "Q", "二维矩阵 [seq, d_k]", given=True)
+        K = float_tensor(K, "K", "二维矩阵 [seq, d_k]", given=True)
+    except HomeworkWrong:
+        return None
+    if s.dim() != 1 or K.dim() != 2 or Q.shape != K.shape or K.shape[-1] != q.shape[0]:
+        return None
+    if s.shape[0] != K.shape[0]:
+        return None
+    if close(s, q @ K.T):
+        return "row_of_scores", (f"这是 q 对所有 {K.shape[0]} 个 Key 的一行分数（q @ K.T，第 j 个数是 q 与 K[j] 的点积），"
+                                 "把它加起来也不是答案：这一问只要 q 与 k 这一对的点积，把 K 换成 k")
+    if close(s, Q @ k):
+        return "row_of_scores", (f"这是所有 {Q.shape[0]} 个 Query 对 k 的一列分数（Q @ k，第 i 个数是 Q[i] 与 k 的点积），"
+                                 "把它加起来也不是答案：这一问只要 q 与 k 这一对的点积，把 Q 换成 q")
+    return None
+
+
 def _diagnoses(d_k: int) -> tuple[Diagnosis, ...]:
     root = math.sqrt(d_k)
     return (
@@ -158,7 +179,7 @@ def judge_dot_score(score, q, k, Q=None, K=None) -> str:
     s = float_tensor(score, "score", "一个数（Python 数字或 0 维张量）")
     data = _Data(q, k)
     if s.dim() > 0:
-        name, hint = _shape_hint(s, q)
+        name, hint = (Q is not None and K is not None and _row_hint(s, q, k, Q, K)) or _shape_hint(s, q)
         raise HomeworkWrong("检查 score 的形状：应该是一个数（0 维），"
                             f"收到形状 {tuple(s.shape)} 的张量。{hint}", name)
     # float32 求和的误差上界：项数 × 2⁻²⁴ × 各项绝对值之和

@@ -12,7 +12,7 @@ from .values import passed
 def layer_norm_by_steps(h: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float, *,
                         dims=(-1,), unbiased: bool = False, eps_where: str = "inside",
                         affine: str = "both", divide: bool = True, center: str = "both",
-                        root: bool = True) -> torch.Tensor:
+                        root: bool = True, var_sum: bool = False, multiply: bool = False) -> torch.Tensor:
     """LayerNorm = γ ⊙ (h − 均值) / √(方差 + ε) + β，均值、方差沿 dims；参数可以换成典型的错误做法。
 
     center："both"（减均值，方差也是减了均值的）、"rms"（都不减：RMSNorm）、"none"（分子不减均值）；
@@ -23,6 +23,8 @@ def layer_norm_by_steps(h: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor
         var = (h ** 2).mean(dim=dims, keepdim=True)
     else:
         var = h.var(dim=dims, keepdim=True, unbiased=unbiased)
+    if var_sum:   # 平方差求和而不是求平均：方差大了 n 倍
+        var = ((h - h.mean(dim=dims, keepdim=True)) ** 2).sum(dim=dims, keepdim=True)
     if eps_where == "inside":
         spread = var + eps
     elif eps_where == "outside":
@@ -32,6 +34,8 @@ def layer_norm_by_steps(h: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor
     if root and eps_where != "outside":
         spread = torch.sqrt(spread)
     normed = centered / spread if divide else centered
+    if multiply:   # 乘了 √(方差 + ε) 而不是除以它
+        normed = centered * spread
     if affine == "both":
         return gamma * normed + beta
     if affine == "no_gamma":
@@ -44,6 +48,8 @@ def layer_norm_by_steps(h: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor
         return gamma * normed - beta
     if affine == "gamma_after_beta":
         return gamma * (normed + beta)
+    if affine == "gamma_times_beta":
+        return gamma * beta * normed
     return normed
 
 
@@ -54,6 +60,12 @@ def _ln(**kw):
 DIAGNOSES = (
     Diagnosis("no_affine", _ln(affine="none"),
           "像是忘了 γ 和 β：标准化之后还要乘 gamma、加 beta（它们是可学习的参数）"),
+    Diagnosis("gamma_times_beta", _ln(affine="gamma_times_beta"),
+              "像是把 γ 和 β 乘在了一起（gamma * beta * …）：标准化之后乘 gamma，再加 beta"),
+    Diagnosis("variance_summed", _ln(var_sum=True),
+              "方差像是求了和（.sum()）而不是平均（.mean()）：方差是 (h − 均值)² 沿最后一维的平均"),
+    Diagnosis("multiplied_by_std", _ln(multiply=True),
+              "像是乘了 √(方差 + ε) 而不是除以它：标准化是 (h − 均值) / √(方差 + ε)"),
     Diagnosis("no_gamma", _ln(affine="no_gamma"), "像是忘了乘 γ（gamma）：标准化之后先乘 gamma，再加 beta"),
     Diagnosis("no_beta", _ln(affine="no_beta"), "像是忘了加 β（beta）：乘完 gamma 还要加 beta"),
     Diagnosis("gamma_beta_swapped", _ln(affine="swapped"), "gamma 和 beta 像是用反了：乘的是 gamma，加的是 beta"),
@@ -83,6 +95,10 @@ DIAGNOSES = (
     Diagnosis("wrong_axis_batch", _ln(dims=(0,)),
               "均值和方差像是沿 batch 维（dim=0）算的：这里 batch 只有 1，每个数减去自己就成了 0，"
               "输出只剩下 β。LayerNorm 沿最后一维（d_model，dim=-1）算"),
+    Diagnosis("eps_other_value", lambda c: layer_norm_by_steps(c.h, c.gamma, c.beta, 1e-6),
+              "ε 像是用了 1e-6：用题目给的 eps（它也是 block 里 LayerNorm 的 ε）"),
+    Diagnosis("eps_other_value", lambda c: layer_norm_by_steps(c.h, c.gamma, c.beta, 1e-3),
+              "ε 像是用了 1e-3：用题目给的 eps（它也是 block 里 LayerNorm 的 ε）"),
     Diagnosis("block_ln_attn", lambda c: c.block_norm("ln_attn"),
               "像是用了 block.ln_attn(h)：那是作业 5（二）里 Block 的 LayerNorm，γ、β 不是这一题给的。"
               "用题目给的 gamma、beta、eps 亲手算"),

@@ -204,7 +204,8 @@ def _non_finite(w: torch.Tensor, c: _Data) -> HomeworkWrong | None:
         return HomeworkWrong(f"weights 里有 -inf：{after_colon(hint)}", row.name if row else "neg_inf")
     if torch.isnan(w).any():
         rows = sorted({r[-2] for r in torch.isnan(w).nonzero().tolist()})
-        head = f"weights 的第 {rows} 行是 NaN。"
+        listed = "、".join(map(str, rows))
+        head = f"weights 的第 {listed} 行都是 NaN。" if len(rows) > 1 else f"weights 的第 {listed} 行是 NaN。"
         for name, make, hint in NAN_DIAGNOSES:
             value = make(c)
             if value.shape == w.shape and torch.allclose(w, value, equal_nan=True, **TOLERANCE):

@@ -37,33 +37,39 @@ def mha_by_steps(x: torch.Tensor, mha, *, mask: str = "right", fill: float = NEG
                  dim: int = -1, bias: bool = True, transpose_w: bool = True, project_v: bool = True,
                  swap_qk: bool = False, same_projection: bool = False, w_o_per_head: bool = False,
                  single_head: bool = False, residual: bool = False, softmax: bool = True,
-                 weights_transposed: bool = False) -> torch.Tensor:
+                 weights_transposed: bool = False, no_bias_in: tuple = (), no_transpose_in: tuple = (),
+                 v_layer: str = "W_V", w_o_bias_only: bool = False,
+                 scale_after_softmax: bool = False) -> torch.Tensor:
     """按第 4 节的步骤算多头注意力；每个关键字参数都可以换成一种典型的错误做法（诊断表用它）。"""
     b, n, d = x.shape
     h = 1 if single_head else mha.num_heads
     d_k = d // h
     x = x.double()
 
-    def lin(layer, t, with_bias=bias):
+    def lin(name, t):   # name：mha 里的哪一层；no_bias_in、no_transpose_in 里的层照错误的写法算
+        layer = getattr(mha, name)
         w = layer.weight.detach().double()
-        out = t @ (w.T if transpose_w else w)
-        return out + layer.bias.detach().double() if with_bias else out
+        out = t @ (w.T if transpose_w and name not in no_transpose_in else w)
+        return out + layer.bias.detach().double() if bias and name not in no_bias_in else out
 
     def part(t):  # [b, n, d] → [b, h, n, d_k]
         if split == "no_transpose":
             return t.reshape(b, h, n, d_k)
         return t.view(b, n, h, d_k).transpose(1, 2)
 
-    w_k = mha.W_Q if same_projection else mha.W_K
-    w_v = mha.W_Q if same_projection else mha.W_V
-    q, k = part(lin(mha.W_Q, x)), part(lin(w_k, x))
+    w_k = "W_Q" if same_projection else "W_K"
+    w_v = "W_Q" if same_projection else v_layer
+    q, k = part(lin("W_Q", x)), part(lin(w_k, x))
     v = part(lin(w_v, x)) if project_v else part(x)
     if swap_qk:
         q, k = k, q
     root = {"d_k": math.sqrt(d // mha.num_heads), "d_model": math.sqrt(d), "none": 1.0,
-            "d_k_itself": d // mha.num_heads}[scale]
-    scores = _masked(q @ k.transpose(-2, -1) / root, mask, fill)     # [b, h, n, n]
+            "d_k_itself": d // mha.num_heads, "num_heads": math.sqrt(mha.num_heads)}[scale]
+    scores = q @ k.transpose(-2, -1)
+    scores = _masked(scores if scale_after_softmax else scores / root, mask, fill)     # [b, h, n, n]
     weights = torch.softmax(scores, dim=dim) if softmax else scores
+    if scale_after_softmax:
+        weights = weights / root
     if mask == "after_softmax":
         weights = weights * torch.ones(n, n).tril().double()
     if weights_transposed:
@@ -73,8 +79,10 @@ def mha_by_steps(x: torch.Tensor, mha, *, mask: str = "right", fill: float = NEG
         out = out.reshape(b, n, d)
     else:
         out = out.transpose(1, 2).reshape(b, n, d)
-    if w_o:
-        out = lin(mha.W_O, out)
+    if w_o_bias_only:
+        out = out + mha.W_O.bias.detach().double()
+    elif w_o:
+        out = lin("W_O", out)
         if w_o_per_head:               # 每个头各乘一段 W_O 再相加：偏置加了 num_heads 次
             out = out + (mha.num_heads - 1) * mha.W_O.bias.detach().double()
     return out + x if residual else out
@@ -148,6 +156,30 @@ DIAGNOSES = (
     Diagnosis("softmax_over_heads", _m(dim=1, fill=-1e9),
               "softmax 像是做在了头的维度（dim=1）上：每个头的权重各自归一化，沿最后一维（dim=-1）"),
 )
+
+# 自己手写投影（x @ mha.W_Q.weight.T + mha.W_Q.bias）时只错了一层
+DIAGNOSES += tuple(
+    Diagnosis("no_bias_one_layer", _m(no_bias_in=(name,)),
+              f"像是 {name} 这一层没有加偏置（只乘了 mha.{name}.weight.T）：nn.Linear 算的是 "
+              f"x @ weight.T + bias。直接调用 mha.{name}(…)，偏置就加上了")
+    for name in ("W_Q", "W_K", "W_V", "W_O")) + tuple(
+    Diagnosis("weight_not_transposed_one_layer", _m(no_transpose_in=(name,)),
+              f"像是 {name} 这一层直接乘了 mha.{name}.weight 而没有转置：nn.Linear 算的是 "
+              f"x @ weight.T + bias。直接调用 mha.{name}(…) 最稳妥")
+    for name in ("W_Q", "W_K", "W_V", "W_O")) + (
+    Diagnosis("v_from_w_k", _m(v_layer="W_K"), "V 像是用 mha.W_K 算的：K 用 mha.W_K，V 用 mha.W_V"),
+    Diagnosis("w_o_bias_only", _m(w_o_bias_only=True),
+              "像是只加了 W_O 的偏置，没有乘它的权重：输出投影要整个过一次 mha.W_O(…)"),
+    Diagnosis("scaled_by_num_heads", _m(scale="num_heads"),
+              "分数像是除以了 √头数：缩放用的是 √d_k，d_k 是每个头的维数（d_model / 头数）"),
+    Diagnosis("scaled_after_softmax", _m(scale_after_softmax=True),
+              "像是 softmax 之后才除以 √d_k：这样每行权重加起来不再是 1。"
+              "缩放要做在 softmax 之前：先 分数 / √d_k，再遮蔽，再 softmax"),
+) + tuple(
+    Diagnosis("filled_finite", _m(fill=value),
+              f"被遮住的分数像是填成了 {value:g}：这个数不够小，e^({value:g}) 不是 0，"
+              "未来位置还分到了一点权重。填 float(\"-inf\")")
+    for value in (-1.0, -2.0, -3.0, -5.0, -10.0))
 
 # 答案里有 NaN：某些行的分数全被换成了 -inf（或者有 +inf）
 NAN_DIAGNOSES = (

@@ -100,6 +100,21 @@ def _diagnoses(d: _Data) -> tuple[Diagnosis, ...]:
         Diagnosis("column_index", _square(lambda c: c.truth.diagonal()[None, :].expand_as(c.truth)),
               "检查 S 的下标：每一列的数都相同，像是第 j 列只用了 Q[j] 与 K[j]"
               "（第一个下标也写成了 j）。S[i, j] 应当用 Q[i]"),
+        # 作业 1（一）认得的错误，放到整张矩阵上
+        Diagnosis("cosine", lambda c: c.truth / (c.Q.norm(dim=-1)[:, None] * c.K.norm(dim=-1)[None, :]),
+              "检查 S：每一格像是余弦相似度（点积再除以两个向量的长度，例如 torch.cosine_similarity）："
+              "这里只要点积本身，不除以长度"),
+        Diagnosis("sum_of_sums", lambda c: c.Q.sum(-1)[:, None] + c.K.sum(-1)[None, :],
+              "检查 S：每一格像是 (Q[i] + K[j]).sum()，把两个向量加了起来：点积是对应位置相乘，再求和"),
+        Diagnosis("distance", lambda c: torch.cdist(c.Q, c.K),
+              "检查 S：这是 Query 与 Key 之间的距离（像是 torch.cdist(Q, K)），不是点积。"
+              "第 i 行第 j 列是 Q[i] 与 K[j] 对应位置相乘再求和"),
+        Diagnosis("squared_distance", lambda c: torch.cdist(c.Q, c.K) ** 2,
+              "检查 S：这是 Query 与 Key 之间距离的平方，不是点积。"
+              "第 i 行第 j 列是 Q[i] 与 K[j] 对应位置相乘再求和"),
+        Diagnosis("row_against_all_keys", lambda c: c.truth.sum(-1, keepdim=True).expand_as(c.truth),
+              "检查 S：每一行的格子都一样，都是 Query i 与所有 Key 的点积之和：像是写成了 (Q[i] * K).sum()。"
+              "S[i, j] 只要 Q[i] 与 K[j] 这一对：(Q[i] * K[j]).sum()"),
     )
 
 
@@ -132,6 +147,9 @@ def _zero_pattern(zeros: torch.Tensor) -> tuple[str, str] | None:
     if n_q == n_k and torch.equal(zeros, torch.eye(n_q, dtype=torch.bool)):
         return "diagonal_zero", ("对角线上的格子还是 0，其余的都对：像是跳过了 i == j"
                                  "（比如写了 if i != j）。Query i 与 Key i 的分数也要算")
+    if n_q * n_k > 1 and int((~zeros).sum()) == 1 and not bool(zeros[-1, -1]):
+        return "only_last_cell", ("只有最后一格（右下角）填了，其余的都还是 0：像是 S[i, j] = … 写在了循环外面，"
+                                  "循环结束后只赋了一次值。把这一行缩进到内层循环里")
     flat = zeros.flatten()
     first = int(flat.nonzero()[0])
     if bool(flat[first:].all()):

@@ -27,6 +27,9 @@ HEAD_DIAGNOSES = (
           "每个头拿到的不是连着的 d_k 维，而是隔几个取一个（头交错了）："
           "像是 view 成了 [batch, seq, d_k, heads]。第 h 个头应当拿第 h·d_k 到 (h+1)·d_k − 1 维，"
           "view 的顺序是 [batch, seq, heads, d_k]"),
+    Diagnosis("all_heads_head_0", lambda c: c.heads[:, :1].expand(-1, c.h, -1, -1) if c.h > 1 else None,
+          "每个头拿到的都是第 0 个头的数（前 d_k 维）：第 h 个头应当拿第 h·d_k 到 (h+1)·d_k − 1 维。"
+          "先 view 成 [batch, seq, heads, d_k]，再 transpose(1, 2)"),
     Diagnosis("heads_reversed", lambda c: c.x.view(c.b, c.n, c.h, c.d_k).permute(0, 2, 1, 3).flip(1),
           "头的顺序反了：第 0 个头应当是前 d_k 维"),
 )
