@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 import threading
@@ -41,10 +43,10 @@ def sandbox_says_all_right(monkeypatch):
     assert set(namespace) == set(judge.ANSWER_NAMES)
     given = exercise_inputs()
     namespace.update({name: given[name] for name in judge.GIVEN_TRACKED})  # 题目给的数据，学生没动过
-    sink: list[str] = []
-    namespace["print"] = lambda *a, **k: sink.append(" ".join(map(str, a)))
-    exec(answers.probe_source(judge.TRACKED_NAMES), namespace)
-    raw = answers.parse_json(answers.answers_from_output("\n".join(sink)))
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink):
+        exec(answers.probe_source(judge.TRACKED_NAMES), namespace)
+    raw = answers.parse_json(answers.answers_from_output(sink.getvalue()))
     line = json.dumps({"answers": raw, "problems": [], "leftover": 0}).encode()
     monkeypatch.setattr(judge.sandbox, "run",
                         lambda *a, **k: sandbox.RunOutcome(returncode=0, stdout=line, stderr=""))

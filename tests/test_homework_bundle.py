@@ -202,7 +202,8 @@ def test_readme_installs_cpu_only_pytorch_before_the_wheel_on_linux_macos_and_wi
         assert len(lines) == 4, (system, lines)
         make, enter, torch, book = lines
         assert re.fullmatch(r"(python3|py) -m venv minigpt-env", make), (system, make)
-        assert shlex.split(torch)[:3] == ["pip", "install", "torch"], (system, torch)
+        # torch 钉在 requirements.lock 的版本上：学生、命令行批改和 Gradescope 用同一个 PyTorch
+        assert shlex.split(torch)[:3] == ["pip", "install", f"torch=={bundle_ext.torch_pin(REPO)}"], (system, torch)
         assert book == f"pip install {WHEEL}", (system, book)   # 全名：cmd、PowerShell 和 pip 都不展开 *
         extra = shlex.split(torch)[3:]
         if system == "macOS":   # PyPI 上给 macOS 的 torch 本来就只有 CPU（和 MPS）

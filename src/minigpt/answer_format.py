@@ -25,8 +25,9 @@ class AnswerFileError(Exception):
 
 
 MARKER = "MINIGPT-GRADE-ANSWERS:"
-# 批改时，runner 每次运行探针都在标记后面加一个新的随机数（nonce）：学生的代码事先不知道它，
-# 打印一行固定的 MINIGPT-GRADE-ANSWERS:… 冒充不了探针。带这个 nonce 的行只能有一行，多了就是输出被改动过。
+# 批改时，runner 每次运行探针都在标记后面加一个新的随机数（nonce）：
+# 学生的代码事先不知道它，打印一行固定的 MINIGPT-GRADE-ANSWERS:… 冒充不了探针。
+# 带这个 nonce 的行只能有一行，多了就是输出被改动过。
 
 
 def new_nonce() -> str:
@@ -36,15 +37,18 @@ def new_nonce() -> str:
 
 # 在学生的内核里运行：把答案变量写成一行 JSON（只含数字、字符串、列表和张量的数据），
 # 打印到这个单元的输出里（经内核的消息通道传给 runner，不占学生能写满的磁盘）。
-# 探针里的内置函数都从 builtins 模块取（学生的 min = …、list = …、print = … 挡不住它），
-# 变量从调用者真正的全局字典取（不经学生能改名的 globals）；to_kernel 时经内核的消息通道送出，
-# 不经学生能换掉的 sys.stdout（sys.stdout = io.StringIO() 也挡不住）。
+# 探针里的内置函数都从 builtins 模块取
+# （学生的 min = …、list = …、print = … 挡不住它），
+# 变量从调用者真正的全局字典取（不经学生能改名的 globals）；
+# to_kernel 时经内核的消息通道送出，不经学生能换掉的 sys.stdout
+# （sys.stdout = io.StringIO() 也挡不住）。
 PROBE = r"""
 def __minigpt_grade_probe(__names, __limit=%(limit)d):
     import builtins as __b, json, sys, torch
-    (abs, bool, Exception, float, int, isinstance, len, list, min, print, repr, str, tuple,
-     type) = (__b.abs, __b.bool, __b.Exception, __b.float, __b.int, __b.isinstance, __b.len,
-              __b.list, __b.min, __b.print, __b.repr, __b.str, __b.tuple, __b.type)
+    (abs, bool, Exception, float, int, isinstance, len,
+     list, min, print, repr, str, tuple, type) = (
+        __b.abs, __b.bool, __b.Exception, __b.float, __b.int, __b.isinstance, __b.len,
+        __b.list, __b.min, __b.print, __b.repr, __b.str, __b.tuple, __b.type)
     ok = %(dtypes)r
     budget = [__limit * 4]          # 所有答案合起来最多这么多个元素
     def conv(v, depth=0):
@@ -103,8 +107,8 @@ def __minigpt_grade_probe(__names, __limit=%(limit)d):
         sys.stdout.flush()          # 学生先前打印、还没送出的文字排在答案前面
     except Exception:
         pass
-    kernel.session.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": text},
-                        kernel.get_parent("shell"))
+    kernel.session.send(kernel.iopub_socket, "stream",
+                        {"name": "stdout", "text": text}, kernel.get_parent("shell"))
 __minigpt_grade_probe(%(names)r)
 del __minigpt_grade_probe
 """
@@ -115,12 +119,13 @@ def _marker(nonce: str) -> str:
 
 
 def probe_source(names: list[str], nonce: str = "", to_kernel: bool = False) -> str:
-    """探针的源代码。nonce：批改程序每次运行新抽的随机串，标记里带着它，学生打印的假标记认不出来。
-    to_kernel：在 Jupyter 内核里经内核的消息通道送出答案（批改程序用），
-    否则打印到 sys.stdout（检查器、测试用 redirect_stdout 接住它）。"""
+    """探针的源代码。nonce：批改程序每次运行新抽的随机串，标记里带着它，
+    学生打印的假标记认不出来。to_kernel：在 Jupyter 内核里经内核的消息通道
+    送出答案（批改程序用），否则打印到 sys.stdout（检查器、测试用
+    redirect_stdout 接住它）。"""
     return PROBE % {"limit": MAX_ELEMENTS, "dtypes": sorted(DTYPES),
-                    "depth": MAX_DEPTH, "marker": _marker(nonce), "names": list(names),
-                    "to_kernel": bool(to_kernel)}
+                    "depth": MAX_DEPTH, "marker": _marker(nonce),
+                    "names": list(names), "to_kernel": bool(to_kernel)}
 
 
 def answers_from_output(text: str, nonce: str = "") -> bytes:
