@@ -18,6 +18,7 @@ PROSE_TERMS = [
     "缩放点积注意力", "多头注意力", "注意力分数", "注意力权重", "因果遮蔽", "前馈网络", "残差连接",
     "Transformer Block", "LayerNorm", "RMSNorm", "Post-LN", "Pre-LN", "梯度消失", "路径长度",
     "注意力", "嵌入", "Query", "Key", "Value", "softmax", "token", "RNN", "批次",
+    "前一个 token 头", "归纳头", "残差流",
 ]
 # 符号类术语：正文里写成行内公式（$d_\text{model}$、$d_k$、$d_\text{ff}$），也可能直接写成文字 d_model。
 # 每页第一次用到它的那个行内公式（或那段文字）要链接到术语表，写法是 [$d_k$](#d_k)。
