@@ -165,15 +165,15 @@ def test_s4_each_head_scales_by_its_own_sqrt_dk_and_shares_the_mask(built_book):
 def test_s4_illustration_is_labelled_and_real_heads_are_shown(built_book):
     page = load(built_book, "s4_multi_head")
     # 示意的两行：每行是 sat 分给 the / cat / sat 的权重，加起来是 1；
-    # 表后那段故事给每个头起的名字，和它最大的那一格对得上
+    # 表后那段故事给每个头注的分工，和它最大的那一格对得上
     assert find_table_row(page, "示意")[1:] == ["the", "cat", "sat"]
     for first_cell, top in (("头 0", "cat"), ("头 1", "sat")):
         row = find_table_row(page, first_cell)
         weights = dict(zip(("the", "cat", "sat"), map(float, row[1:4])))
         assert abs(sum(weights.values()) - 1) < 1e-9, row
         assert max(weights, key=weights.get) == top, row
-    assert re.search(r"头 0[^。]*七成[^。]*cat[^。]*“句法头”[^。]*头 1[^。]*七成[^。]*sat[^。]*“词义头”", page.text), \
-        "示意表后面没有把“句法头”“词义头”分别对上头 0（cat）和头 1（sat）"
+    assert re.search(r"头 0[^。]*七成[^。]*cat[^。]*语法[^。]*头 1[^。]*七成[^。]*sat[^。]*语义", page.text), \
+        "示意表后面没有把教程注的分工（语法、语义）分别对上头 0（cat）和头 1（sat）"
     # 这两行数出自本书所依据的中文教程（它编的示意，不是测出来的）：紧挨着表的那一段说明出处并链接到参考资料页
     doc = soup(page.path)
     table = doc.find("table", id="tab-s4-illustration")
