@@ -33,6 +33,7 @@ import nbformat
 import pytest
 
 from support.book import REPO
+from support.hostile_cells import CRASH, FORK_BOMB
 from minigpt.grading import gradescope, sandbox
 
 SUBMISSIONS = REPO / "tests" / "fixtures" / "submissions"
@@ -221,6 +222,11 @@ def runs(autograder_zip, tmp_path_factory):
                     _notebooks(str(ag / "results"))["forge"], encoding="utf-8")
             jobs[(mode, name)] = (ag, mode == "account")
         jobs[(mode, "no_notebook")] = (_layout(root / "no_notebook", autograder_zip, None), mode == "account")
+    # 换用户号时，崩溃的内核留下的进程在换新内核之前被结束（见 test_a_crashed_kernels_processes_...）
+    restart = nbformat.reads(_notebooks("")["correct"], as_version=4)
+    restart.cells += [nbformat.v4.new_code_cell(src) for src in (FORK_BOMB, CRASH)]
+    jobs[("account", "restart")] = (_layout(tmp_path_factory.mktemp("gs-restart"), autograder_zip,
+                                            nbformat.writes(restart)), True)
     hostile_root = tmp_path_factory.mktemp("gs-hostile")
     for path in sorted(SUBMISSIONS.glob("hostile_*.ipynb")):
         ag = _layout(hostile_root / path.stem, autograder_zip, path.read_text(encoding="utf-8"))
@@ -400,3 +406,14 @@ def test_results_in_account_mode_say_a_separate_user_id_ran_the_code_not_no_sand
     account = results_json(result, 1.0, account=True)["output"]
     assert "--no-sandbox" not in account and "没有特权的用户号" in account
     assert "--no-sandbox" in results_json(result, 1.0)["output"]
+
+
+@pytest.mark.kernel
+def test_a_crashed_kernels_processes_are_ended_before_the_new_kernel_in_account_mode(runs):
+    """--isolation account：参考答案后面 fork 出上限那么多个进程、再让内核崩溃。换内核之前，这个用户号的
+    其余进程被结束，新内核起得来、重跑前面的单元：满分，不必退回崩溃前记下的答案。以前它们占满进程数上限，
+    新内核起不来（教师试用报告 r36t 的 F3 在换用户号时的那一半）。"""
+    done, _, _ = runs
+    run = done[("account", "restart")]
+    assert run["data"]["score"] == TOTAL, run["data"]
+    assert "没能换上新内核" not in json.dumps(run["data"], ensure_ascii=False), run["data"]["output"]

@@ -15,20 +15,10 @@ import nbformat
 import pytest
 
 from support.book import REPO
+from support.hostile_cells import CRASH, FORK_BOMB
 
 CORRECT = REPO / "tests" / "fixtures" / "submissions" / "correct.ipynb"
 
-FORK_BOMB = """\
-import os, time
-kids = 0
-try:
-    for _ in range(400):
-        if os.fork() == 0:
-            time.sleep(600)
-            os._exit(0)
-        kids += 1
-except OSError as err:
-    print(kids, err)"""
 
 FILL_TMP = """\
 import itertools
@@ -38,8 +28,6 @@ try:
             f.write(bytes(8 * 2**20))
 except OSError as err:
     print(i, err)"""
-
-CRASH = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"
 
 
 def _sandbox_or_skip():

@@ -188,10 +188,14 @@ class NotebookRun:
     """
 
     def __init__(self, sources: list[str], workdir: Path, names: list[str], timeout: float,
-                 notebook_timeout: float, limits: dict, watch: FileWatch | None = None):
+                 notebook_timeout: float, limits: dict, watch: FileWatch | None = None,
+                 own_uid: int | None = None):
         self.sources, self.workdir, self.names = sources, workdir, names
         self.timeout, self.notebook_timeout, self.limits, self.watch = (
             timeout, notebook_timeout, limits, watch)
+        # 沙箱外、以学生专用的用户号运行时（Gradescope 的 --isolation account）是那个用户号：换内核前
+        # 只结束它的进程；None 且不在沙箱里（--no-sandbox）时不结束任何进程
+        self.own_uid = own_uid
         self.problems: dict[int, dict] = {}
         self.skip: set[int] = set()
         self.restarts = 0
@@ -214,10 +218,11 @@ class NotebookRun:
                 self.watch.clean(self.workdir)
             if self.snapshots.at:
                 self._recorded = self.snapshots.recorded()
-            if self.watch is not None:
-                # 沙箱里：先结束上一个内核留下的一切进程（学生 fork 出的、另起会话的），等它们真的没了，
-                # 再启动新内核。否则它们占满进程数上限（按用户号计），新内核起不来，已经对了的题也成了“出错”
-                end_others()
+            if self.watch is not None or self.own_uid is not None:
+                # 沙箱里（或学生专用的用户号下）：先结束上一个内核留下的一切进程（学生 fork 出的、另起会话的），
+                # 等它们真的没了，再启动新内核。否则它们占满进程数上限（按用户号计），新内核起不来，
+                # 已经对了的题也成了“出错”
+                end_others(uid=self.own_uid)
             self.restarts += 1
             if self.restarts > MAX_RESTARTS:
                 self._not_run(None, f"内核已换过 {MAX_RESTARTS} 次，没有再运行这个单元")
@@ -477,21 +482,25 @@ class Snapshots:
 
 async def run_cells(sources: list[str], workdir: Path, names: list[str],
                     timeout: float, notebook_timeout: float, limits: dict,
-                    watch: FileWatch | None = None):
+                    watch: FileWatch | None = None, own_uid: int | None = None):
     """运行学生的代码单元：(问题列表, 探针单元的输出文字或 None, 每个单元之后答案的变化)。"""
-    run = NotebookRun(sources, workdir, names, timeout, notebook_timeout, limits, watch)
+    run = NotebookRun(sources, workdir, names, timeout, notebook_timeout, limits, watch, own_uid)
     problems, probed = await run.run()
     return problems, probed, run.snapshots, run.fallback, run.final_nonce
 
 
-def _others() -> list[int]:
-    """沙箱里除 1 号进程和自己以外、还没有被收走的进程。"""
+def _others(uid: int | None = None) -> list[int]:
+    """沙箱里除 1 号进程和自己以外、还没有被收走的进程。给了 uid（沙箱外，学生专用的用户号）时只数这个
+    用户号还活着的进程：别的用户的与本机的不算，僵尸也不算（收走它们的是它们的新父进程，不是本进程）。"""
     me, found = os.getpid(), []
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) not in (1, me):
             try:
-                Path(f"/proc/{entry}/stat").read_bytes()
-            except OSError:
+                stat = Path(f"/proc/{entry}/stat").read_text(errors="replace")
+                if uid is not None and (os.stat(f"/proc/{entry}").st_uid != uid
+                                        or stat.rsplit(")", 1)[1].split()[0] == "Z"):
+                    continue
+            except (OSError, IndexError):
                 continue
             found.append(int(entry))
     return found
@@ -500,12 +509,15 @@ def _others() -> list[int]:
 END_WAIT = 20.0   # 换内核前，最多等这么多秒让上一个内核留下的进程全部消失
 
 
-def end_others(wait: float = END_WAIT) -> None:
-    """结束沙箱里除自己以外的所有进程，并等到它们都被收走（僵尸也占进程数上限）。只在沙箱里调用。"""
+def end_others(wait: float = END_WAIT, uid: int | None = None) -> None:
+    """结束除自己以外的所有进程，并等到它们都被收走（僵尸也占进程数上限）。只在沙箱里调用，或者沙箱外、
+    以学生专用的、非 root 的用户号 uid 运行时调用（那时 kill(-1) 只到得了这个用户号的进程）。"""
+    if uid is not None and (uid == 0 or os.getuid() != uid):
+        raise RuntimeError(f"end_others 只在学生专用的非 root 用户号下结束“其余所有进程”（本进程的用户号是 {os.getuid()}）")
     deadline = time.monotonic() + wait
     while True:
         try:
-            os.kill(-1, signal.SIGKILL)   # 只到得了本沙箱里、同一用户的进程，不含本进程和 1 号进程
+            os.kill(-1, signal.SIGKILL)   # 只到得了本沙箱里（或这个用户号的）、同一用户的进程，不含本进程和 1 号进程
         except ProcessLookupError:
             pass
         while True:   # 收走自己的子进程（旧内核）；别的由沙箱的 1 号进程收走
@@ -515,7 +527,7 @@ def end_others(wait: float = END_WAIT) -> None:
                 break
             if pid == 0:
                 break
-        if not _others() or time.monotonic() > deadline:
+        if not _others(uid) or time.monotonic() > deadline:
             return
         time.sleep(0.01)
 
@@ -550,6 +562,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workdir", type=Path, required=True)
     p.add_argument("--sandboxed-pidns", default=None,
                    help="批改程序所在的进程命名空间；本进程的不同于它时才结束“所有其余进程”")
+    p.add_argument("--own-account", action="store_true",
+                   help="沙箱外，以学生专用的用户号运行（Gradescope 的 --isolation account）：进程数按这个用户号"
+                        "设上限，换内核前结束这个用户号的其余进程")
     args = p.parse_args(argv)
     request = json.load(sys.stdin)
     # 结果只从这个描述符交回；标准输出本身改指 /dev/null（库打印的东西混不进结果）
@@ -565,8 +580,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.uid is not None and os.getuid() == 0 and in_sandbox:
         drop_root(args.uid)   # 换了用户号，进程随之“不可转储”
     _not_dumpable()
+    # 学生专用的用户号（非 root、不在沙箱里）：这个用户号的进程只有本进程和学生的，可以按它设上限、结束其余
+    own_uid = os.getuid() if args.own_account and not in_sandbox and os.getuid() != 0 else None
     cpu = int(args.notebook_timeout * 2 + STARTUP_TIMEOUT * 2 + 60)
-    apply_limits(args.memory, args.processes if in_sandbox else None, args.disk, cpu)
+    apply_limits(args.memory, args.processes if in_sandbox or own_uid is not None else None, args.disk, cpu)
     limits = {"memory": f"{args.memory / 2**30:g} GiB", "processes": f"{args.processes} 个",
               "disk": f"{args.disk / 2**30:g} GiB"}
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -576,9 +593,9 @@ def main(argv: list[str] | None = None) -> int:
     limits["files"] = f"{MAX_FILES} 个"
 
     async def cells_watched():
-        if not in_sandbox:   # 沙箱外的 /tmp 是教师的：不数它，也不结束“其余所有进程”
+        if not in_sandbox:   # 沙箱外的 /tmp 是教师的：不数它；只在学生专用的用户号下结束“其余所有进程”
             return await run_cells(sources, args.workdir, names, args.timeout,
-                                   args.notebook_timeout, limits)
+                                   args.notebook_timeout, limits, own_uid=own_uid)
         watch = FileWatch()
         task = asyncio.create_task(watch.run())
         try:

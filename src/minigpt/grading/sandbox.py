@@ -289,6 +289,8 @@ def run(request: bytes, limits: Limits, sandboxed: bool, base: Path) -> RunOutco
         work = base / "work"
         work.mkdir()
         cmd = runner_command(str(work), limits, None, False)
+        if account is not None:
+            cmd.append("--own-account")
         env = clean_env(Path(sys.executable).parent)
         env["HOME"] = env["TMPDIR"] = str(base)
         for k in ("JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
