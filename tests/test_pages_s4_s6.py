@@ -86,7 +86,7 @@ def test_s4_states_the_multihead_equation_with_heads_counted_from_0(built_book):
     page = load(built_book, "s4_multi_head")
     eq = next((m for m in page.math if "MultiHead" in m), "")
     assert "原论文从 1 数起" in page.text and "头 0" in page.text
-    for part in (r"\operatorname{Concat}(\mathrm{head}_0, \dots, \mathrm{head}_{h-1})\, W^O",
+    for part in (r"\operatorname{Concat}(\mathrm{head}_0, \dots, \mathrm{head}_{h-1})\, W_O",
                  r"\mathrm{head}_i &= \operatorname{Attention}(Q W_i^Q,\; K W_i^K,\; V W_i^V)"):
         assert part in eq, eq
 

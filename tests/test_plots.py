@@ -148,7 +148,7 @@ def test_leak_plot_draws_the_unmasked_floor_ln10_over_seq_len():
 def test_multihead_diagram_shows_heads_concat_and_output_projection():
     fig = plots.multihead_diagram()
     texts = " ".join(t.get_text() for t in fig.axes[0].texts)
-    for label in ("头 0", "头 1", "头 $h-1$", "缩放点积注意力", "拼接", "W^O", "W_{0}^{Q,K,V}", "W_{h-1}^{Q,K,V}",
+    for label in ("头 0", "头 1", "头 $h-1$", "缩放点积注意力", "拼接", "W_O", "W_{0}^{Q,K,V}", "W_{h-1}^{Q,K,V}",
                   r"[n,\ d_k]", r"h\,d_k", "输出"):
         assert label in texts, label
     assert texts.count("缩放点积注意力") == 3

@@ -66,7 +66,7 @@ class MultiHeadAttention(nn.Module):
         self.W_Q = nn.Linear(d_model, d_model)
         self.W_K = nn.Linear(d_model, d_model)
         self.W_V = nn.Linear(d_model, d_model)
-        self.W_O = nn.Linear(d_model, d_model)  # W^O：读各头接起来的结果
+        self.W_O = nn.Linear(d_model, d_model)  # W_O：读各头接起来的结果
 
     def split_heads(self, t: torch.Tensor) -> torch.Tensor:
         """[batch, seq, d_model] → [batch, heads, seq, d_k]。

@@ -235,7 +235,7 @@ def _box(ax, xy, w, h, text, color, fontsize=10, *, dashed=False, linespacing=1.
 
 def multihead_diagram() -> Figure:
     """多头注意力示意图：X 进入 h 个头，每个头用自己的 W_i^Q、W_i^K、W_i^V
-    做一次缩放点积注意力，h 个 [n, d_k] 的输出拼接后再乘 W^O（见第 4 节 多头注意力）。
+    做一次缩放点积注意力，h 个 [n, d_k] 的输出拼接后再乘 W_O（见第 4 节 多头注意力）。
     """
     fig, ax = plt.subplots(figsize=(9.0, 4.6), layout="constrained")
     ax.set_xlim(0, 19.4)
@@ -262,7 +262,7 @@ def multihead_diagram() -> Figure:
                 fontsize=9)
     ax.text(7.1, 3.65, r"$\vdots$", ha="center", va="center", fontsize=16)
     _box(ax, (12.3, 0.9), 2.0, 7.7, "拼接\n" + r"$[n,\ h\,d_k]$", data, 10)
-    _box(ax, (15.0, 3.95), 1.5, 1.5, r"$\times\ W^O$", out_c, 11)
+    _box(ax, (15.0, 3.95), 1.5, 1.5, r"$\times\ W_O$", out_c, 11)
     _arrow(ax, (14.3, 4.7), (15.0, 4.7))
     _box(ax, (17.1, 3.8), 2.2, 1.8, "输出\n" + n_dm, data, 10)
     _arrow(ax, (16.5, 4.7), (17.1, 4.7))
