@@ -125,7 +125,8 @@ NEITHER = "这两{noun}中没有一个"
 def how_many(n: int, total: int, noun: str) -> str:
     """n 个（共 total 个）的说法，页面把它 glue 进“……如此”这类句子：
     how_many(6, 6, "个种子") → "全部 6 个种子"，(5, 6) → "6 个种子中的 5 个"，
-    (0, 6) → "6 个种子中没有一个"；total 为 2 时说“全部两个种子”“这两个种子中没有一个”。"""
+    (0, 6) → "6 个种子中没有一个"；
+    total 为 2 时说“全部两个种子”“这两个种子中没有一个”。"""
     if not 0 <= n <= total:
         raise ValueError(f"计数 {n} 不在 0 到 {total} 之间")
     if total == 2 and n != 1:
