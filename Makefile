@@ -32,21 +32,24 @@ setup: $(STAMP) $(NPM_HTML)
 
 # 构建网站到 _build/html（警告即失败；包或依赖一变就重跑所有页面）：中文版在根目录，英文版在 en/
 # （英文版由 tools/i18n.py 从中文源文件和 locale/en 的译文生成，见 README 的“英文版”）。
-# 然后是两种语言的学生版网站（不带参考答案；页面的执行结果取自刚建好的书，不再运行），打成 zip 放在网站根目录，
-# 教师指南链接它。
-# 网站上的“下载 PDF”也是网站的一部分：装了 TeX 就顺带构建两种语言的 PDF（没有改动时只需几秒），否则提示一句
+# 网站上的“下载 PDF”也是网站的一部分：装了 TeX 就先构建两种语言的 PDF，和学生版的两种 PDF（没有改动时只需几秒），
+# 否则提示一句。然后是两种语言的学生版网站（不带参考答案；页面的执行结果取自刚建好的书，不再运行）：它只在自己的
+# PDF 已经建好时才在下载菜单和首页链接 PDF（tools/build_book.py），没有 TeX 时就不给这个链接。最后打成 zip 放在
+# 网站根目录，教师指南链接它（装了 TeX 时 zip 里有两种语言的学生版 PDF）。
 html: setup
 	$(PY) tools/build_book.py --builder html
 	$(PY) tools/build_book.py --builder html --lang en
+	@if tools/system_deps.sh check pdf 2>/dev/null; then \
+	  $(PY) tools/build_book.py --builder pdflatex && \
+	  $(PY) tools/build_book.py --builder pdflatex --lang en && \
+	  $(PY) tools/build_book.py --builder pdflatex --student && \
+	  $(PY) tools/build_book.py --builder pdflatex --lang en --student; \
+	else \
+	  echo "提示：没有装构建 PDF 的 TeX，网站上的“下载 PDF”链接暂时无效，学生版网站不提供 PDF；按 make pdf 的提示装好后再运行 make html。"; \
+	fi
 	$(PY) tools/build_book.py --builder html --student --out _build/student
 	$(PY) tools/build_book.py --builder html --lang en --student
 	$(PY) tools/dist.py --publish-student-site
-	@if tools/system_deps.sh check pdf 2>/dev/null; then \
-	  $(PY) tools/build_book.py --builder pdflatex && \
-	  $(PY) tools/build_book.py --builder pdflatex --lang en; \
-	else \
-	  echo "提示：没有装构建 PDF 的 TeX，网站上的“下载 PDF”链接暂时无效；按 make pdf 的提示装好后再运行 make html。"; \
-	fi
 
 # 全部测试（TEST_WORKERS 个工作进程，默认 2；同一组的测试在同一个进程里依次运行，见 tests/support/scheduler.py）：单元测试、失败样例书、过期输出测试，以及从全新 Sphinx 环境构建整本书
 # 测试还要构建 PDF、驱动浏览器、在沙箱里批改作业、检查 HTML：以 root 运行时缺的 Debian 包（TeX、中文字体、chromium、bubblewrap、Java）会被装上，

@@ -8,17 +8,22 @@
 from __future__ import annotations
 
 import html
+import posixpath
 import sys
 import zipfile
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
+from bs4 import BeautifulSoup
 
 from support.book import REPO, toc_docnames
 from support.pagekit import soup
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
+sys.path.insert(0, str(REPO / "tools"))
 import book_solutions  # noqa: E402
+import dist  # noqa: E402  make html 发布学生版网站 zip 的那个函数
 
 TEXT_SUFFIXES = (".html", ".js", ".md", ".txt", ".ipynb", ".json")
 
@@ -110,6 +115,76 @@ def test_the_student_build_is_hide_solutions_on_top_of_the_books_own_config(stud
     generated = yaml.safe_load((student_site.root / "_build" / "student-config.yml").read_text(encoding="utf-8"))
     own = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
     assert generated["sphinx"]["config"].pop("hide_solutions") is True
+    # 这里只建了网站、没建学生版的 PDF：学生版不链接 PDF（见下一个测试）
+    assert generated["sphinx"]["config"].pop("book_pdf_offered") is False
     assert {k: Path(v) for k, v in generated["sphinx"].pop("local_extensions").items()} == {
         k: (REPO / v).resolve() for k, v in own["sphinx"].pop("local_extensions").items()}
     assert generated == own
+
+
+def dead_local_links(zf: zipfile.ZipFile) -> dict[str, list[str]]:
+    """zip 里每一页（主题放进 _static/ 的 Jinja 模板片段不是页面）的 href/src 中，指向本地却在 zip 里找不到的：
+    {目标: [链接它的页面]}。外部地址、页内锚点、data: 与 mailto: 不算。"""
+    names = set(zf.namelist())
+    dead: dict[str, list[str]] = {}
+    for name in sorted(names):
+        if not name.endswith(".html") or "/_static/" in name:
+            continue
+        for tag in BeautifulSoup(zf.read(name).decode("utf-8"), "html.parser").select("[href], [src]"):
+            for attr in ("href", "src"):
+                url = tag.get(attr)
+                if not url or url.startswith(("#", "data:", "mailto:", "javascript:")):
+                    continue
+                parts = urlsplit(url)
+                if parts.scheme or parts.netloc or not parts.path:
+                    continue
+                target = posixpath.normpath(posixpath.join(posixpath.dirname(name), unquote(parts.path)))
+                if target not in names and f"{target}/index.html" not in names:
+                    dead.setdefault(target, []).append(name)
+    return dead
+
+
+@pytest.mark.book
+def test_every_local_link_of_the_published_student_site_zip_resolves_inside_the_zip(student_site, tmp_path):
+    """make html 发布的学生版网站 zip（dist.publish_student_site，两种语言）离线打开时没有死链接：每一页的每个本地
+    href/src 都在 zip 里。这里只建了学生版网站、没建它的 PDF，所以“整本书 PDF”不该出现在任何一页上。"""
+    published = dist.publish_student_site(student_site.html, tmp_path)
+    with zipfile.ZipFile(published) as zf:
+        pages = [n for n in zf.namelist() if n.endswith(".html") and "/_static/" not in n]
+        assert any("/en/book/" in n for n in pages) and any("/book/" in n and "/en/" not in n for n in pages)
+        assert dead_local_links(zf) == {}
+        assert not any(n.endswith(".pdf") for n in zf.namelist())
+        assert not any("book-pdf-link" in zf.read(n).decode("utf-8") for n in pages)
+
+
+def test_the_student_site_offers_the_book_pdf_only_once_its_own_pdf_is_built(tmp_path):
+    """学生版网站的“整本书 PDF”：构建脚本只在学生版自己的 PDF 成功建好之后才让网站链接它（make html、make dist
+    都先建 PDF），否则配置里写 book_pdf_offered: false，下载菜单就没有这一项。"""
+    import types
+
+    import yaml
+    sys.path.insert(0, str(REPO / "tools"))
+    import book_site
+    import build_book
+
+    assert not build_book.student_pdf_ready(tmp_path)
+    (tmp_path / "latex").mkdir()
+    (tmp_path / "latex" / "book.pdf").write_bytes(b"%PDF-")
+    assert not build_book.student_pdf_ready(tmp_path)  # 上一次 PDF 构建没有成功
+    (tmp_path / ".last-pdflatex-ok").write_text("x\n")
+    assert build_book.student_pdf_ready(tmp_path)
+
+    def offered(offer_pdf: bool):
+        config = yaml.safe_load(build_book.write_student_config(REPO, tmp_path, offer_pdf).read_text(encoding="utf-8"))
+        return config["sphinx"]["config"].get("book_pdf_offered", True)
+
+    assert offered(True) is True and offered(False) is False
+
+    def menu(offer: bool) -> list[str]:
+        app = types.SimpleNamespace(config=types.SimpleNamespace(book_pdf_offered=offer, book_pdf_on_site="b.pdf"))
+        context = {"header_buttons": [{"label": "download-buttons", "buttons": []}],
+                   "pathto": lambda name, _: name}
+        book_site.chinese_download_menu(app, "index", "page.html", context, None)
+        return [b["label"] for b in context["header_buttons"][0]["buttons"]]
+
+    assert menu(True) == ["download-book-pdf-button"] and menu(False) == []

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import ast
 import html
 import re
 import sys
@@ -216,3 +217,21 @@ def test_the_published_student_site_zip_holds_both_editions_and_is_rewritten_onl
     stamp = target.stat().st_mtime_ns
     assert dist.publish_student_site(student_site.html, tmp_path) == target
     assert target.stat().st_mtime_ns == stamp  # 内容没变：make html 再运行一次不改动网站
+
+
+def test_the_units_total_workload_is_computed_from_the_same_estimates_the_sections_state():
+    """“一个两周的单元”里的总量由一个代码单元的三张表算出；表里的每个数都是某一节“时间（估计）”一行写的数
+    （改了那一行而没改表，这里失败），每一节、每道作业都在表里。"""
+    text = guide()
+    cell = re.search(r"READ_MINUTES = (\{.*?\})\nEXERCISE_MINUTES = (\{.*?\})\nASSIGNMENT_MINUTES = (\{.*?\})\n", text)
+    assert cell, "找不到单元总量的代码单元"
+    read, exercises, assignments = (ast.literal_eval(group) for group in cell.groups())
+    stated_read, stated_ex, stated_hw = {}, {}, {}
+    for number, name in enumerate(SECTIONS[:7], start=1):
+        part = text.split(f"(tg-s{number})=", 1)[1].split("\n(tg-", 1)[0]
+        line = re.search(r"^时间（估计）：(.*)$", part, re.M).group(1)
+        stated_read[number] = int(re.search(r"读并运行约 (\d+) 分钟", line).group(1))
+        stated_ex[number] = int(re.search(r"练习(?:合计)?约 (\d+) 分钟", line).group(1))
+        stated_hw.update({int(a): int(m) for a, m in re.findall(r"作业 (\d) 约 (\d+) 分钟", line)})
+    assert (read, exercises, assignments) == (stated_read, stated_ex, stated_hw)
+    assert sorted(assignments) == [1, 2, 3, 4, 5]

@@ -255,13 +255,21 @@ def latex_sources_digest(latex_dir: Path) -> str:
 STUDENT_CONFIG = "student-config.yml"
 
 
-def write_student_config(root: Path, build_dir: Path) -> Path:
-    """学生版的配置文件：root/_config.yml 加上 sphinx.config.hide_solutions = true。"""
+def student_pdf_ready(build_dir: Path) -> bool:
+    """学生版自己的 PDF 建好了（上一次 PDF 构建成功）：学生版网站才链接“整本书 PDF”。"""
+    return (build_dir / PDF_BUILT).is_file() and (build_dir / ".last-pdflatex-ok").exists()
+
+
+def write_student_config(root: Path, build_dir: Path, offer_pdf: bool = True) -> Path:
+    """学生版的配置文件：root/_config.yml 加上 sphinx.config.hide_solutions = true；offer_pdf 为假时再加
+    book_pdf_offered = false（下载菜单没有“整本书 PDF”，正文的 {book-pdf} 只印文字：学生版网站里没有 PDF）。"""
     import yaml
 
     config = yaml_load(root / "_config.yml")
     sphinx = config.setdefault("sphinx", {})
     sphinx.setdefault("config", {})["hide_solutions"] = True
+    if not offer_pdf:
+        sphinx["config"]["book_pdf_offered"] = False
     # Jupyter Book 按配置文件所在的文件夹解析本地扩展的路径（其余路径按书的根目录）：写成绝对路径
     sphinx["local_extensions"] = {name: str((root / path).resolve())
                                   for name, path in (sphinx.get("local_extensions") or {}).items()}
@@ -336,6 +344,11 @@ def main(argv: list[str] | None = None) -> int:
     ok_marker = build_dir / f".last-{args.builder}-ok"
     toc = (args.toc or root / "_toc.yml").resolve()
     extra = [str(toc), str(out)] + (["--student"] if args.student else [])
+    # 学生版网站只在自己的 PDF 已经建好时链接它（make html、make dist 都先建 PDF 再建网站）：否则链接是死的。
+    # PDF 构建本身不看这一项（LaTeX 里本来就只印文字），两个构建器的配置于是在有 TeX 的机器上一致
+    offer_pdf = not args.student or args.builder != "html" or student_pdf_ready(build_dir)
+    if not offer_pdf:
+        extra.append("--no-book-pdf")
     fingerprint = input_fingerprint(root, args.builder, extra)
     # 空操作：上次这个构建器成功之后，没有任何输入变过、输出还在。什么都不读、什么都不写
     if (not args.fresh and key_change is None and output_exists(build_dir, args.builder)
@@ -380,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.toc:
         cmd += ["--toc", str(args.toc.resolve())]
     if args.student:
-        cmd += ["--config", str(write_student_config(root, build_dir))]
+        cmd += ["--config", str(write_student_config(root, build_dir, offer_pdf))]
     print("[build_book] jupyter-book " + " ".join(cmd[1:]), flush=True)
     clock = time.perf_counter()
     code = run_child(cmd, root, env)

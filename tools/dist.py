@@ -195,7 +195,7 @@ def clean_build(build_root: Path) -> None:
                 raise SystemExit(f"[dist] {lang} 的 {builder} 构建失败（退出码 {code}），dist/ 没有更新")
     caches = {"zh": build_root / "_build", "en": build_root / "_build" / "en" / "_build"}
     for lang in ("zh", "en"):
-        for builder in ("html", "pdflatex"):
+        for builder in ("pdflatex", "html"):  # PDF 在前：学生版网站只在自己的 PDF 已经建好时链接它
             code = subprocess.run([sys.executable, str(script), "--builder", builder, "--student", "--fresh",
                                    "--lang", lang, "--out", str(build_root / "student"),
                                    "--cache-from", str(caches[lang])], cwd=REPO).returncode

@@ -23,6 +23,8 @@
    末尾加一项指向整本书 PDF 的链接：文件名取自配置 ``book_pdf_on_site``（_config.yml 里唯一的出处，
    tools/build_book.py 按它复制 PDF）。只是链接，打开页面时不会请求它。首页正文里的下载链接用本扩展的
    角色 ``{book-pdf}`下载 PDF 版```，同样读这个配置。
+   配置 ``book_pdf_offered: false``（学生版在没有建好自己的 PDF 时由 tools/build_book.py 写进配置）让两处都不给
+   链接：菜单里没有这一项，正文只印链接文字，网站上没有的文件就不会被链接。
 6. **搜索结果的摘要从正文开始；折叠按钮的标签是中文。** Sphinx 7.4 的 searchtools.js 取页面里 ``[role="main"]`` 的全部文字做摘要，
    主题在那里面还放了页首按钮、打印用的标题与目录、右侧的本页目录，摘要于是以 “.pdf 因果遮蔽 目录 …”
    开头。搜索页上加一小段脚本（``search_snippets.js``），让它只从 ``<article>`` 里取文字。
@@ -186,15 +188,18 @@ def chinese_download_menu(app: Sphinx, pagename: str, templatename: str, context
     for button in buttons:
         if button.get("label") == "download-pdf-button":  # window.print()
             button.update(PRINT_PAGE)
-    buttons.append({**BOOK_PDF_BUTTON, "url": context["pathto"](app.config.book_pdf_on_site, 1)})
+    if app.config.book_pdf_offered:
+        buttons.append({**BOOK_PDF_BUTTON, "url": context["pathto"](app.config.book_pdf_on_site, 1)})
 
 
 def book_pdf_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     """``{book-pdf}`链接文字```：指向网站根目录上整本书 PDF 的下载链接（文件名取自配置，正文里不再写一遍）。
 
-    LaTeX 等其他格式里只印链接文字（读者手上就是 PDF）。
+    LaTeX 等其他格式里只印链接文字（读者手上就是 PDF）；网站不提供 PDF 时（``book_pdf_offered: false``）也只印文字。
     """
     env = inliner.document.settings.env
+    if not env.config.book_pdf_offered:
+        return [nodes.Text(text)], []
     href = "../" * env.docname.count("/") + env.config.book_pdf_on_site
     link = f'<a class="book-pdf-link" href="{html.escape(href)}" download>{html.escape(text)}</a>'
     return [nodes.raw(rawtext, link, format="html"), nodes.raw(rawtext, tex_escape(text), format="latex")], []
@@ -380,6 +385,7 @@ def setup(app: Sphinx) -> dict:
     app.add_post_transform(UniqueExerciseContentIds)
     app.add_post_transform(PlainSolutionTitles)
     app.add_config_value("book_pdf_on_site", "book.pdf", "env", types=[str])
+    app.add_config_value("book_pdf_offered", True, "env", types=[bool])
     app.add_role("book-pdf", book_pdf_role)
     app.add_config_value("book_student_site_on_site", "student-site.zip", "env", types=[str])
     app.add_role("book-student-site", book_student_site_role)
