@@ -48,8 +48,8 @@ def test_printed_losses_and_gradients(page):
     assert G.AP_RNN_REPR in out
     for shape in G.AP_RNN_SHAPES.values():
         assert str(shape) in out, shape
-    assert f"loss = {G.AP_RNN_LOSS_6F}" in out
-    assert f"loss = {G.AP_ATTN_LOSS_6F}" in out
+    assert f"L = {G.AP_RNN_LOSS_6F}" in out
+    assert f"L = {G.AP_ATTN_LOSS_6F}" in out
     # 页面按“离末尾几步”读数（位置 79、78、75、71、63、47、15、0），不读位置 40
     printed = [v for k, v in [*G.AP_RNN_GRAD_3E.items(), *G.AP_ATTN_GRAD_3E.items()] if k != "位置 40"]
     printed += [G.AP_LENGTH_SWEEP_3E[20][0], G.AP_LENGTH_SWEEP_3E[20][2], G.AP_LENGTH_SWEEP_3E[80][2]]
