@@ -169,4 +169,4 @@ def judge_ffn_params(w1_params, w2_params, total_params,
         raise HomeworkWrong(" ".join(_sentence(str(p)) for p in problems),
                             problems[0].diagnosis)
     return passed(3, f"W1 {w1:,} + W2 {w2:,} = {total:,} 个参数，"
-                     f"抵得上约 {total / h ** 2:.0f} 个 {h}×{h} 的方阵")
+                     f"其中偏置 {h + f:,} 个")
