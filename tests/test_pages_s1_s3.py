@@ -157,7 +157,7 @@ def test_s1_three_trues_sentence_holds_for_the_printed_line(built_book):
     ex = make_toy_example(("the", "cat", "sat"), d_model=4, d_k=4, seed=42)
     assert not torch.equal(ex.Q, ex.K) and not torch.equal(ex.Q, ex.V) and not torch.equal(ex.K, ex.V)
     check = section(built_book, "s1_intuition", "验证 Q、K、V")
-    assert re.search(r"Q、K、V 两两不同: True True True", check.text)
+    assert re.search(r"Q、K、V 两两不同： True True True", check.text)
     assert "打印了三个 `True`" in check.html or "打印了三个 True" in check.text
 
 
@@ -227,7 +227,7 @@ def test_s2_regenerated_numbers_and_glued_scale(built_book):
     d_k = make_toy_example().Q.shape[-1]
     assert pasted_after(page, "九个比值全是") == [f"{1 / math.sqrt(d_k):.2f}"], page.pasted
     assert f"{math.sqrt(d_k):.2f}" in page.pasted
-    assert "每一行的次序都没变: True" in page.text
+    assert "每一行的次序都没变： True" in page.text
     # 第 4 节会引用的 sat 行
     for value in G.S2_WEIGHTS_4F[2]:
         assert value in page.pasted, value
@@ -260,14 +260,16 @@ def test_s2_length_paragraph_is_true_for_the_printed_row(built_book):
     # 正文的结论：cat 的方向比 the 更不一致，分数却更高，因为 cat 的 Key 更短
     assert cos[1] < cos[0] and dot[1] > dot[0] and ex.K[1].norm() < ex.K[0].norm()
     part = section(built_book, "s2_scaled_dot_product", "点积既看方向，也看长度")
+    # 正文里粘贴的负数用减号 −（U+2212），不用连字符
     for value in (f"{cos[1]:+.4f}", f"{cos[0]:+.4f}", f"{ex.K[1].norm():.4f}", f"{ex.K[0].norm():.4f}"):
+        value = value.replace("-", "\u2212")
         assert value in part.pasted, (value, part.pasted)
     assert any(r"\cos\theta" in m and r"\lVert" in m for m in part.math)
 
 
 def test_s2_scales_the_toy_example_before_the_d_k_64_digression(built_book):
     page = load(built_book, "s2_scaled_dot_product")
-    toy = page.text.index("每一行的次序都没变: True")
+    toy = page.text.index("每一行的次序都没变： True")
     digression = page.text.index("除数从方差里来")
     softmax_step = page.text.index("第三步：softmax")
     assert toy < digression < softmax_step
@@ -277,8 +279,8 @@ def test_s2_gives_the_softmax_formula_and_minus_infinity(built_book):
     part = section(built_book, "s2_scaled_dot_product", "第三步：softmax 归一化")
     assert any("e^{z_j}" in m and r"\sum" in m for m in part.math)
     assert any(r"e^{-\infty} = 0" in m for m in part.math)
-    assert re.search(r"照式子算的 the 这一行: tensor\(\[0\.2454, 0\.2811, 0\.4735\]\)", part.text)
-    assert "与函数的第 0 行相同: True" in part.text
+    assert re.search(r"照式子算的 the 这一行： tensor\(\[0\.2454, 0\.2811, 0\.4735\]\)", part.text)
+    assert "与函数的第 0 行相同： True" in part.text
 
 
 def test_s2_step4_shows_each_output_row_is_a_convex_combination_of_the_rows_of_v(built_book):
@@ -292,8 +294,8 @@ def test_s2_step4_shows_each_output_row_is_a_convex_combination_of_the_rows_of_v
     w2 = torch.softmax(ex.Q @ ex.K.T / 2, -1)
     assert torch.allclose(w2, w) and torch.allclose(w2 @ (2 * ex.V), 2 * out)
     part = section(built_book, "s2_scaled_dot_product", "第四步：按份额取回内容")
-    assert re.search(r"与函数结果相同:\s*True", part.text)
-    assert re.search(r"输出的每个分量都在这两者之间:\s*True", part.text)
+    assert re.search(r"与函数结果相同：\s*True", part.text)
+    assert re.search(r"输出的每个分量都在这两者之间：\s*True", part.text)
     # 固定 V、只换权重：[1, 0, 0] 给出 V[0]，平均分配给出 V 三行的平均，页面把两者并排打印
     printed = re.sub(r"\s+", "", part.text)  # torch 按列宽补空格，比较时不计空白
 
@@ -349,7 +351,7 @@ def test_summary_follows_one_token_through_the_block(built_book):
     items = fragment(walk).select("ol > li")
     assert len(items) == 7, len(items)
     for k, li in enumerate(items, start=1):
-        later = [int(j) for j in re.findall(r"第 (\d) 步", li.get_text()) if int(j) > k]
+        later = [int(j) for j in re.findall(r"第 (\d) [步条]", li.get_text()) if int(j) > k]
         assert not later, f"第 {k} 步提前引用了第 {later} 步"
     assert "因果 mask" not in page.text and "Scaled Dot-Product" not in page.text
 
@@ -377,7 +379,7 @@ def test_s3_illustrative_rows_are_computed_not_copied(built_book):
     assert re.search(r"cat:\s+0\.45\s+0\.55\s+0\.00", page.text), "cat 那一行的权重没有打印出来"
     assert "0.00" in page.pasted
     # 打印的每个权重都是两位小数（“保留两位小数”说的是真的：1.00、0.00，不是 1.0、0.0）
-    assert re.search(r"the:\s+1\.00\s+0\.00\s+0\.00", page.text), "示意分数的权重没有按两位小数打印"
+    assert re.search(r"the:\s+1\.00\s+0\.00\s+0\.00", page.text), "遮蔽后的权重没有按两位小数打印"
     assert re.search(r"sat:\s+0\.27\s+0\.29\s+0\.44", page.text)
     # 原稿里算错的那一行不能出现
     assert not re.search(r"(?<![\d.])0\.51(?!\d)", page.text)
@@ -397,14 +399,26 @@ def test_s3_every_position_has_a_question_and_the_last_one_predicts_past_the_sen
     assert "训练时" in last and "生成时" in last, last
 
 
+def _s3_seed42_scaled():
+    from minigpt.attention import attention_scores, scale_scores
+    from minigpt.data import make_toy_example
+
+    ex = make_toy_example(("the", "cat", "sat"), d_model=4, d_k=4, seed=42)
+    return scale_scores(attention_scores(ex.Q, ex.K), d_k=4)
+
+
+def _s3_seed42_scaled_weights():
+    return torch.softmax(_s3_seed42_scaled(), dim=-1)
+
+
 def test_s3_leak_is_any_nonzero_weight_and_training_would_grow_it(built_book):
     page = load(built_book, "s3_causal_mask")
     leak = _paragraph_with(page, "未来位置的权重只要不是 0")
-    # 这一段引用的是 glue 进来的、cat 分给 sat 的权重（示意分数的 softmax）
-    toy = torch.softmax(torch.tensor([0.3, 0.5, 0.8]), dim=-1)
-    assert f"以 {toy[2].item():.2f} 的权重" in leak, leak
+    # 这一段引用的是 glue 进来的、cat 分给 sat 的权重（种子 42 的缩放分数做 softmax，由代码算出）
+    assert f"以 {_s3_seed42_scaled_weights()[1, 2].item():.2f} 的权重" in leak, leak
     assert "最大" not in leak, "泄露与份额是否最大无关"
-    assert any("示意分数" in p and "来源教程" in p for p in paragraphs(page)), "示意分数没有写明出自来源教程"
+    assert not any("示意分数" in p for p in paragraphs(page)), "第 3 节的例子用的是代码算出的分数，不是示意分数"
+    assert any("种子 42" in p and "缩放分数" in p for p in paragraphs(page))
     assert "梯度下降" in leak and "加大这份权重" in leak, leak
     # 指向后面小实验的交叉引用写的是小节号（3.5 小节），不和“第 3 节”这样的整页节号混用
     assert "训练会把偷看放大一节" not in leak
@@ -462,18 +476,20 @@ def test_s3_ends_with_self_check(built_book):
     assert 2 <= len(pairs) <= 3, pairs
     count, zero, _ = pairs[0], pairs[1], pairs[2]
     assert "10 道" in count[1] and "55" in count[1], count  # 1 + 2 + … + 10
-    # “换成 0 而不是 -inf”那题的答案：sat 的权重是 glue 进来的 softmax([0.3, 0.5, 0])[2]
-    leaked = torch.softmax(torch.tensor([0.3, 0.5, 0.0]), dim=-1)[2].item()
+    # “换成 0 而不是 −∞”那题的答案：cat 那一行把 sat 的分数换成 0 之后 softmax 给 sat 的权重
+    row = _s3_seed42_scaled()[1].clone()
+    row[2] = 0.0
+    leaked = torch.softmax(row, dim=-1)[2].item()
     assert f"{leaked:.2f}" in zero[1], zero
 
 
 def _leak_printout(page):
     """两次训练打印出的数：瞎猜的损失，以及每次的权重、训练损失、各位置损失、加遮蔽后的损失。"""
     out = re.search(
-        r"瞎猜的损失 ln 10 = (\S+)\s+不遮蔽\s+分给下一个位置的权重: (\S+) → (\S+)\s+"
-        r"训练损失: \S+ → (\S+)\s+新数据上各位置的损失: \[([^\]]*)\]\s+加上遮蔽在新数据上测: (\S+)\s+"
-        r"因果遮蔽\s+分给下一个位置的权重: \S+ → \S+\s+训练损失: \S+ → (\S+)\s+"
-        r"新数据上各位置的损失: \[([^\]]*)\]", page.text)
+        r"瞎猜的损失 ln 10 = (\S+)\s+不遮蔽\s+分给下一个位置的权重：(\S+) → (\S+)\s+"
+        r"训练损失：\S+ → (\S+)\s+新数据上各位置的损失：\[([^\]]*)\]\s+加上遮蔽在新数据上测：(\S+)\s+"
+        r"因果遮蔽\s+分给下一个位置的权重：\S+ → \S+\s+训练损失：\S+ → (\S+)\s+"
+        r"新数据上各位置的损失：\[([^\]]*)\]", page.text)
     assert out, "没有打印出两次训练的结果"
     chance, w0, w1, loss, by_pos, ev, masked_loss, masked_by_pos = out.groups()
     return dict(chance=chance, w0=w0, w1=w1, loss=loss, ev=ev, masked_loss=masked_loss,
@@ -529,15 +545,15 @@ def test_s3_warning_box_states_each_torch_behaviour_and_the_page_shows_it(built_
                   "加到分数上的偏置", "need_weights=True", "输出和权重都是 NaN", "这一行的输出为 0"):
         assert claim in page.text, claim
     # 页面上的代码把它们演示出来
-    assert "nn.MultiheadAttention 收到 int64: only bool and floating types of attn_mask are supported" \
+    assert "nn.MultiheadAttention 收到 int64： only bool and floating types of attn_mask are supported" \
         in page.text
-    assert "F.scaled_dot_product_attention 收到 int64: RuntimeError" in page.text
-    assert re.search(r"torch\.softmax 的第 0 行: tensor\(\[nan, nan, nan\]\)", page.text)
-    assert re.search(r"F\.scaled_dot_product_attention 第 0 行的输出: tensor\(\[0\., 0\., 0\., 0\.\]\)",
+    assert "F.scaled_dot_product_attention 收到 int64： RuntimeError" in page.text
+    assert re.search(r"torch\.softmax 的第 0 行： tensor\(\[nan, nan, nan\]\)", page.text)
+    assert re.search(r"F\.scaled_dot_product_attention 第 0 行的输出： tensor\(\[0\., 0\., 0\., 0\.\]\)",
                      page.text)
-    assert re.search(r"nn\.MultiheadAttention 第 0 行的权重: tensor\(\[nan, nan, nan\]\)", page.text)
+    assert re.search(r"nn\.MultiheadAttention 第 0 行的权重： tensor\(\[nan, nan, nan\]\)", page.text)
     # .bool() 交给 nn.MultiheadAttention：权重落在未来，最后一行整行 NaN
-    flipped = re.search(r"收到 mask\.bool\(\) 的权重:\s*tensor\(\[\[(.*?)\]\]\)", page.text, re.S)
+    flipped = re.search(r"收到 mask\.bool\(\) 的权重：\s*tensor\(\[\[(.*?)\]\]\)", page.text, re.S)
     assert flipped, "没有打印 .bool() 之后的权重"
     rows = [r.strip(" []\n,") for r in flipped.group(1).split("],")]
     assert rows[-1].replace(" ", "") == "nan,nan,nan", rows
