@@ -484,7 +484,7 @@ def _residual(ax, y_from, y_to, x_right=8.5):
 
 
 def transformer_block_diagram() -> Figure:
-    """Post-LN Transformer Block 结构图：自下而上，两条残差旁路
+    """Post-LN Transformer Block 结构图：自下而上，两条残差连接
     （见第 6 节 Transformer Block）。
     """
     fig, ax = plt.subplots(figsize=(6.0, 7.0), layout="constrained")
