@@ -23,7 +23,7 @@ from minigpt.layers import (
     TransformerBlock,
     feedforward_num_params,
 )
-from support.pagekit import assert_figures, find_table_row, load, paragraphs, prose_text, self_check, soup
+from support.pagekit import assert_figures, load, paragraphs, prose_text, self_check, soup
 
 pytestmark = pytest.mark.book
 
@@ -117,7 +117,7 @@ def test_s4_parameter_counts(built_book):
 
 def test_s4_naive_vs_fused_sentence_agrees_with_the_printed_difference(built_book):
     page = load(built_book, "s4_multi_head")
-    printed = re.search(r"两种写法输出的最大绝对差: (\S+)\s+逐位相同: (True|False)", page.text)
+    printed = re.search(r"两种写法输出的最大绝对差：(\S+)\s+逐位相同： (True|False)", page.text)
     assert printed, "没有打印出两种写法的最大差"
     diff, identical = float(printed.group(1)), printed.group(2) == "True"
     # 打印的值就是种子 42 的 x、mha 在因果遮蔽下真正算出来的
@@ -138,12 +138,12 @@ def test_s4_naive_vs_fused_sentence_agrees_with_the_printed_difference(built_boo
 def test_s4_transpose_contiguous_and_divisibility_are_shown(built_book):
     page = load(built_book, "s4_multi_head")
     # transpose(1, 2)：不挪头这一维，打分得到的是“头对头”的 2×2
-    assert "不 transpose 就打分: torch.Size([1, 5, 2, 2])" in page.text
-    assert "transpose 之后打分:  torch.Size([1, 2, 5, 5])" in page.text
+    assert "不 transpose 就打分： torch.Size([1, 5, 2, 2])" in page.text
+    assert "transpose 之后打分： torch.Size([1, 2, 5, 5])" in page.text
     # merge_heads 的 .contiguous()
     assert "transpose 之后还连续吗？ False" in page.text
-    assert "直接 view: RuntimeError" in page.text
-    assert "先 contiguous 再 view: torch.Size([1, 5, 8])" in page.text
+    assert "直接 view： RuntimeError" in page.text
+    assert "先 contiguous 再 view： torch.Size([1, 5, 8])" in page.text
     # d_model 不能被头数整除：包给出的中文错误原样打印
     try:
         MultiHeadAttention(d_model=8, num_heads=3)
@@ -157,7 +157,7 @@ def test_s4_each_head_scales_by_its_own_sqrt_dk_and_shares_the_mask(built_book):
     page = load(built_book, "s4_multi_head")
     assert "除以 √d_k = √4，和 mha 的权重一致？ True" in page.text
     assert "除以 √d_model = √8，和 mha 的权重一致？ False" in page.text
-    assert "分数: [1, 2, 5, 5]  遮蔽矩阵: [5, 5]" in page.text
+    assert "分数： [1, 2, 5, 5]  遮蔽矩阵： [5, 5]" in page.text
     assert "每个头的未来位置权重都是 0？ True" in page.text
     assert r"\sqrt{4} = 2" in " ".join(page.math)
 
@@ -205,7 +205,7 @@ def test_s4_shape_flow_is_printed_by_code(built_book):
     # 正文里的形状是 glue 进来的，不是手抄的
     for shape in ("[1, 2, 5, 4]", "[1, 5, 8]"):
         assert shape in page.pasted, (shape, page.pasted)
-    assert re.search(r"x 的形状: \[1, 5, 8\]\s+输出的形状: \[1, 5, 8\]", page.text)
+    assert re.search(r"x 的形状： \[1, 5, 8\]\s+输出的形状： \[1, 5, 8\]", page.text)
 
 
 def test_s4_ends_with_self_check(built_book):
@@ -373,7 +373,7 @@ def test_s6_layernorm_demo_matches_torch(built_book):
     Y = torch.nn.functional.layer_norm(X, (4,))  # PyTorch 的参照实现，γ = 1，β = 0，eps = 1e-5
     assert torch.allclose((X - mu) / torch.sqrt(var + 1e-5), Y, atol=1e-6)
     outputs = "\n".join(o.get_text() for o in section.select("div.cell_output"))
-    assert "按公式手算与 nn.LayerNorm 相同: True" in outputs
+    assert "按公式手算与 nn.LayerNorm 相同： True" in outputs
     prose = _prose(section)
     assert f"{X.mean(-1).abs().max().item():.4f}" in prose
     var_after = Y.var(-1, unbiased=False)
@@ -498,7 +498,7 @@ def test_s6_mask_changes_exactly_the_positions_it_hides_columns_from(built_book)
     assert para.startswith("有 4 个位置的输出变了"), para
     assert f"{gap[4].item():.4f}" in page.pasted
     assert "torch.Size([1, 5, 8])" in page.text
-    assert len(re.findall(r"第 \d 层之后: \[1, 5, 8\]", page.text)) == 4  # 摞 4 层，形状不变
+    assert len(re.findall(r"第 \d 层之后：\[1, 5, 8\]", page.text)) == 4  # 摞 4 层，形状不变
 
 
 def test_s6_ends_with_three_self_check_questions_and_collapsed_answers(built_book):
