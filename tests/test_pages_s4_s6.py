@@ -358,10 +358,10 @@ def test_s6_no_false_residual_claim_no_copyright_aside_and_figure1_is_cited(buil
     first = prose.index("残差流")
     assert re.search(r"叫作\**残差流", prose[first - 40:first + 3]), prose[first - 40:first + 10]
     soup = _s6_soup(built_book)
-    paragraphs = [p for p in soup.select("article p") if "Figure 1" in p.get_text()]
+    paragraphs = [p for p in soup.select("article p") if "图 1" in p.get_text()]
     assert len(paragraphs) == 1
     assert any(a.get("href", "").startswith("references.html#") for a in paragraphs[0].find_all("a")), \
-        "提到原论文 Figure 1 的那一段没有通过参考文献引用论文"
+        "提到原论文图 1 的那一段没有通过参考文献引用论文"
 
 
 def test_s6_layernorm_demo_matches_torch(built_book):
