@@ -127,7 +127,7 @@ class NaiveMultiHeadAttention(nn.Module):
     有自己的小投影；各头的输出接起来，再乘 W_O。
 
     参数与 `MultiHeadAttention` 一一对应，算出的也相同：
-    大矩阵的第 h 段行就是第 h 个头的小矩阵，
+    大矩阵的第 i 段行就是头 i 的小矩阵，
     见 `from_fused`。mask 形状为 [seq, seq] 或 [batch, seq, seq]，所有头共用。
     """
 
@@ -147,13 +147,13 @@ class NaiveMultiHeadAttention(nn.Module):
         """把合并写法的权重按头切开，复制成逐头写法；两者输出相同。
 
         nn.Linear 的 weight 形状是 [out, in]：
-        第 h 个头拿 W_Q.weight 的第 h·d_k .. (h+1)·d_k 行和对应的偏置。
+        头 i 拿 W_Q.weight 的第 i·d_k 到 (i+1)·d_k − 1 行和对应的偏置。
         """
         ref = mha.W_O.weight
         naive = cls(mha.d_model, mha.num_heads).to(dtype=ref.dtype, device=ref.device)
         with torch.no_grad():
-            for h, head in enumerate(naive.heads):
-                rows = slice(h * mha.d_k, (h + 1) * mha.d_k)
+            for i, head in enumerate(naive.heads):
+                rows = slice(i * mha.d_k, (i + 1) * mha.d_k)
                 for name in ("W_Q", "W_K", "W_V"):
                     fused, small = getattr(mha, name), getattr(head, name)
                     small.weight.copy_(fused.weight[rows])

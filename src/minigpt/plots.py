@@ -484,7 +484,7 @@ def _residual(ax, y_from, y_to, x_right=8.5):
 
 
 def transformer_block_diagram() -> Figure:
-    """Post-LN Transformer Block 结构图：自下而上，两条残差旁路
+    """Post-LN Transformer Block 结构图：自下而上，两条残差连接
     （见第 6 节 Transformer Block）。
     """
     fig, ax = plt.subplots(figsize=(6.0, 7.0), layout="constrained")
@@ -674,13 +674,13 @@ def training_curves(runs: Mapping[str, Sequence[float]], chance: float,
 
 def phase_change(curves: Mapping[int, Mapping[str, Sequence[float]]], bold: int,
                  chance: float, threshold: float) -> Figure:
-    """相变图（见第 7 节「相变」）：上图是第二遍能抄的位置和其余位置的损失，
+    """相变图（见第 7 节「相变」）：上图是能抄位置的损失和其余位置的损失，
     下图是两个角色的分数，横轴是训练步数。每个种子一条细线，种子 bold 画粗线。
 
     curves: {种子: `training.phase_curves` 的结果}。
     """
     fig, (top, bottom) = _new(2, 1, figsize=(6.5, 5.6), sharex=True)
-    series = ((top, "copy", ATTN_COLOR, "第二遍能抄的位置"),
+    series = ((top, "copy", ATTN_COLOR, "能抄位置"),
               (top, "other", "#7a7a7a", "其余位置"),
               (bottom, "previous", RNN_COLOR, "前一个 token 分数（第一层最高）"),
               (bottom, "induction", "#2a9d8f", "归纳分数（第二层最低）"))

@@ -111,7 +111,7 @@ def block_means(losses: list[float], size: int = 100) -> list[float]:
 
 # 第 7 节 训练出来的头「相变」
 def phase_curves(run: TrainedModel, data: RepeatBatch) -> dict[str, list[float]]:
-    """每个留下的副本（按步数）：第二遍能抄的位置的损失、其余位置的损失、
+    """每个留下的副本（按步数）：能抄位置的损失、其余位置的损失、
     第一层最高的前一个 token 分数、第二层最低的归纳分数。"""
     curves = {"step": [], "copy": [], "other": [], "previous": [], "induction": []}
     for step in sorted(run.snapshots):
