@@ -1,5 +1,5 @@
 """PDF 版（XeLaTeX）的检查：中文字体不缺字、每一页都在、执行出的数字与图都在、代码不出版心、
-链接与书签可用、中文的“目录 / 第 N 章 / 图 N”，以及网站上的下载副本。
+链接与书签可用、中文的“目录 / 第 N 节 / 图 N”，以及网站上的下载副本。
 
 PDF 由 tools/build_book.py --builder pdflatex 构建一次（conftest 的 built_pdf，英文版是 built_pdf_en），
 输出到仓库的 _build：它紧接在 HTML 的构建之后，共用 _build/.doctrees 和执行缓存，页面不再执行第二遍。
@@ -232,9 +232,9 @@ def test_chinese_chrome_not_english(pdf, text):
         for line in lines:
             assert not re.fullmatch(r"(?:CHAPTER|Chapter|Appendix)\s*[\dA-Z]*|Contents|Index|Bibliography|Release.*",
                                     line), f"第 {number} 页有英文的版式字样：{line!r}"
-    assert "第1章" in text, "正文的章应排成 “第 1 章”"
-    headed = [p for p in pages if squash(p).startswith("第1章")]
-    assert len(headed) >= 2, "第 1 章除了首页，其余页的页眉应以 “第 1 章 …” 开头"
+    assert "第1节" in text and "第1章" not in text, "正文的章应排成 “第 1 节”（正文引用它们时也这样叫）"
+    headed = [p for p in pages if squash(p).startswith("第1节")]
+    assert len(headed) >= 2, "第 1 节除了首页，其余页的页眉应以 “第 1 节 …” 开头"
 
 
 def site_captions(built_pdf) -> dict[str, list[str]]:
