@@ -33,6 +33,16 @@ def pytest_xdist_make_scheduler(config, log):
     return scheduler.make_scheduler(config, log)
 
 
+def pytest_runtest_logstart(nodeid, location):
+    """BOOK_TEST_TIMELINE=<文件>：每个测试开始、结束的时刻记进这个文件（见 scheduler.record），
+    用来看 make test 的时间花在哪里、哪个工作进程在等。"""
+    scheduler.record("start", nodeid)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    scheduler.record("finish", nodeid)
+
+
 def pytest_collection_modifyitems(items):
     """用到上面这些夹具的测试会启动内核：自动带上 kernel 标记（整本书构建另带 book），make unit 不跑它们。
     最久的组排在最前（xdist 按收集顺序派组）。"""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 from support.book import REPO, BuildResult, run_build
@@ -86,3 +87,22 @@ def shared_build(tmp_path_factory, name: str, *extra: str) -> BuildResult:
 
     done = once_per_run(tmp_path_factory, name, build)
     return BuildResult(REPO, done["returncode"], done["output"])
+
+
+def record(event: str, nodeid: str) -> None:
+    """环境变量 BOOK_TEST_TIMELINE 给了文件名时，追加一行“时刻 工作进程 start|finish 测试”（制表符分隔）。
+    只在真正运行测试的进程里记（pytest-xdist 的主进程也会收到这两个钩子，那里不记）。
+    tools/test_timeline.py 读它：每个组花了多久、每个工作进程闲了多久。"""
+    path = os.environ.get("BOOK_TEST_TIMELINE")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not path or worker is None and _is_xdist_controller():
+        return
+    worker = worker or "main"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(f"{time.time():.3f}\t{worker}\t{event}\t{nodeid}\n")
+
+
+def _is_xdist_controller() -> bool:
+    import sys
+
+    return any(arg.startswith(("-n", "--numprocesses")) for arg in sys.argv[1:])
