@@ -231,9 +231,12 @@ def test_transpose_moves_no_data_view_refuses_and_reshape_copies():
     assert torch.equal(flat, moved.contiguous().view(1, 5, 8))
 
 
-def test_width_names_of_the_table_are_the_real_parameter_names():
-    """第 4 节表 4.1：第 3 节和附录调用的 nn.MultiheadAttention 把模型宽度叫 embed_dim（和 num_heads 一起给）。"""
+def test_one_width_has_two_names_inside_pytorch():
+    """第 4 节：造 nn.TransformerEncoderLayer 时宽度叫 d_model，造好之后层上没有这个属性，要从层里的
+    nn.MultiheadAttention 按 embed_dim 读回来（nn.MultiheadAttention 的参数就叫 embed_dim，必须给）。"""
     import inspect
     mha = inspect.signature(nn.MultiheadAttention).parameters
     assert "embed_dim" in mha and mha["embed_dim"].default is inspect.Parameter.empty
-    assert "num_heads" in inspect.signature(nn.MultiheadAttention).parameters
+    assert "d_model" in inspect.signature(nn.TransformerEncoderLayer).parameters
+    layer = nn.TransformerEncoderLayer(d_model=8, nhead=2)
+    assert not hasattr(layer, "d_model") and layer.self_attn.embed_dim == 8
