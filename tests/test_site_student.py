@@ -115,8 +115,11 @@ def test_the_student_build_is_hide_solutions_on_top_of_the_books_own_config(stud
     generated = yaml.safe_load((student_site.root / "_build" / "student-config.yml").read_text(encoding="utf-8"))
     own = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
     assert generated["sphinx"]["config"].pop("hide_solutions") is True
-    # 这里只建了网站、没建学生版的 PDF：学生版不链接 PDF（见下一个测试）
-    assert generated["sphinx"]["config"].pop("book_pdf_offered") is False
+    # 学生版自己的 PDF 没建好时（make test 只建网站），学生版不链接 PDF（见下一个测试）；建好了（make html）才链接
+    import build_book
+
+    ready = build_book.student_pdf_ready(student_site.root / "_build")
+    assert generated["sphinx"]["config"].pop("book_pdf_offered", True) is ready
     assert {k: Path(v) for k, v in generated["sphinx"].pop("local_extensions").items()} == {
         k: (REPO / v).resolve() for k, v in own["sphinx"].pop("local_extensions").items()}
     assert generated == own
@@ -147,14 +150,18 @@ def dead_local_links(zf: zipfile.ZipFile) -> dict[str, list[str]]:
 @pytest.mark.book
 def test_every_local_link_of_the_published_student_site_zip_resolves_inside_the_zip(student_site, tmp_path):
     """make html 发布的学生版网站 zip（dist.publish_student_site，两种语言）离线打开时没有死链接：每一页的每个本地
-    href/src 都在 zip 里。这里只建了学生版网站、没建它的 PDF，所以“整本书 PDF”不该出现在任何一页上。"""
+    href/src 都在 zip 里。make test 只建学生版网站、不建它的 PDF：那时“整本书 PDF”不该出现在任何一页上；
+    make html 建了学生版的 PDF：那时 zip 里有它，页面链接它。"""
+    import build_book
+
+    ready = build_book.student_pdf_ready(student_site.root / "_build")
     published = dist.publish_student_site(student_site.html, tmp_path)
     with zipfile.ZipFile(published) as zf:
         pages = [n for n in zf.namelist() if n.endswith(".html") and "/_static/" not in n]
         assert any("/en/book/" in n for n in pages) and any("/book/" in n and "/en/" not in n for n in pages)
         assert dead_local_links(zf) == {}
-        assert not any(n.endswith(".pdf") for n in zf.namelist())
-        assert not any("book-pdf-link" in zf.read(n).decode("utf-8") for n in pages)
+        assert any(n.endswith(".pdf") for n in zf.namelist()) is ready
+        assert any("book-pdf-link" in zf.read(n).decode("utf-8") for n in pages) is ready
 
 
 def test_the_student_site_offers_the_book_pdf_only_once_its_own_pdf_is_built(tmp_path):

@@ -147,7 +147,7 @@ class NaiveMultiHeadAttention(nn.Module):
         """把合并写法的权重按头切开，复制成逐头写法；两者输出相同。
 
         nn.Linear 的 weight 形状是 [out, in]：
-        头 i 拿 W_Q.weight 的第 i·d_k 到 (i+1)·d_k − 1 行和对应的偏置。
+        头 i 拿 W_Q.weight 的第 i·d_k 到 (i+1)·d_k - 1 行和对应的偏置。
         """
         ref = mha.W_O.weight
         naive = cls(mha.d_model, mha.num_heads).to(dtype=ref.dtype, device=ref.device)

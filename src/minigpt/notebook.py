@@ -19,10 +19,3 @@ def setup_notebook() -> None:
     plots.setup_chinese_font()
     set_matplotlib_formats("svg", "pdf")
 
-
-def number_text(value: float, spec: str = ".4f") -> str:
-    """按 spec 格式化一个数，负号写成排版用的减号 −（U+2212），不用连字符 -。
-
-    正文里粘贴的数用它：`glue(name, number_text(x), display=False)`。
-    """
-    return format(value, spec).replace("-", "\u2212")
