@@ -1,7 +1,7 @@
 """sphinx-exercise 的补丁：练习与解答的标题、id，作业的标签，学生版网站里的参考答案（本地 Sphinx 扩展）。
 
-sphinx-exercise 1.2 的选项只有编号、``hide_solutions`` 等几个；下面每一件都是它写死在代码里的行为，配置改不了，
-所以都在这个扩展里（各节末尾的 {exercise}、作业页上的作业与它们的 {solution} 都由 sphinx-exercise 排版）：
+sphinx-exercise 1.2 只有两个配置项（``hide_solutions`` 与 ``exercise_style``）；下面每一件都是它写死在代码里的行为，
+配置改不了，所以都在这个扩展里（各节末尾的 {exercise}、作业页上的作业与它们的 {solution} 都由 sphinx-exercise 排版）：
 
 1. **练习标题的括号是全角的。** sphinx-exercise 在后期变换里把标题拼成 “练习” + ``" ("`` + 标题 + ``")"``，
    括号写死在代码里（没有配置项，也不经过消息目录）。在它之后（优先级 25 > 20–22）把练习与解答标题里

@@ -1,7 +1,7 @@
 """站内搜索：中文检索词典、检索索引的建立与搜索结果的摘要（本地 Sphinx 扩展）。
 
-Sphinx 的中文检索（``html_search_language``、``html_search_options``）在 _config.yml 里配置；下面三件事配置做不到，
-所以有这个扩展：
+Sphinx 按 ``language: zh_CN`` 选用中文检索，jieba 词典在 _config.yml 的 ``html_search_options`` 里配置；下面三件事
+配置做不到，所以有这个扩展：
 
 1. **中文检索词典用绝对路径。** Sphinx 把 ``html_search_options['dict']`` 按构建时的工作目录解析，
    找不到就悄悄不用。这里按配置目录（``app.confdir``）把它变成绝对路径；文件不存在时发警告
