@@ -2,7 +2,7 @@
 
 - 本书的 wheel 每次构建只打一次，作业包和读者笔记本包用同一个；缓存里没有时在后台线程里打（homework_bundle）；
 - Vega 库的打包在读到第一张交互图时就在子进程里开始，写页面时拿来用，结果与当场打包的一样（book_interactive）；
-- 中文检索的 latin_terms 换成集合之后，分词与词干的结果与 Sphinx 原来的类完全相同（book_site）。
+- 中文检索的 latin_terms 换成集合之后，分词与词干的结果与 Sphinx 原来的类完全相同（book_search）。
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from support.book import REPO
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 import book_interactive  # noqa: E402
-import book_site  # noqa: E402
+import book_search  # noqa: E402
 import homework_bundle  # noqa: E402
 
 
@@ -144,7 +144,7 @@ def test_fast_chinese_splits_and_stems_exactly_like_sphinx(tmp_path):
 
     options = {"dict": str(REPO / "book" / "search_dict.txt")}
     SearchChinese.latin_terms = []  # Sphinx 的类属性列表：从空的开始，和一次新构建一样
-    ours, sphinx = book_site.FastChinese(options), SearchChinese(options)
+    ours, sphinx = book_search.FastChinese(options), SearchChinese(options)
     assert ours.lang == sphinx.lang == "zh"
     pages = sorted((REPO / "book").glob("*.md"))
     assert len(pages) >= 10

@@ -117,7 +117,7 @@ def test_homework_page_title_and_three_exercises(homework_html):
              "多头注意力", "LayerNorm 与 Post-LN Block"]
     assert len(titles) == len(words)
     for title, word in zip(titles, words):
-        assert title == f"作业（{word}）", title  # 计分的题叫“作业”，和各节不计分的“练习”分开（issue 26）  # 中文标题用全角括号（book_site 的第 9 项）
+        assert title == f"作业（{word}）", title  # 计分的题叫“作业”，和各节不计分的“练习”分开（issue 26）  # 中文标题用全角括号（book_exercises 的第 1 项）
     text = soup.get_text()
     assert "改代码的还是你自己的手" in text, "开头要说明 AI 的使用边界"
     assert "AI" in soup.select_one("article").get_text()[:400]

@@ -2,7 +2,7 @@
 
 vnu 要 Java（Debian 包 default-jre-headless；make test 会装，见 tools/system_deps.sh validate）。
 没有例外：主题与扩展写出的不合规标记都由 book/_ext 里的模板或变换改掉了（搜索框的 autocorrect 属性见
-book/_ext/templates/search-field.html，sphinx-exercise 重复的 id 见 book/_ext/book_site.py 第 11 条）。
+book/_ext/templates/search-field.html，sphinx-exercise 重复的 id 见 book/_ext/book_exercises.py 第 2 条）。
 """
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ def load_extension(name: str):
 
 
 @pytest.fixture(scope="module")
-def book_site():
-    return load_extension("book_site")
+def book_search():
+    return load_extension("book_search")
 
 
 # ---- 设置在配置里，而不是在扩展的代码里 ------------------------------------------------------------
@@ -186,24 +186,24 @@ def test_config_points_the_search_dictionary_at_the_repo_file():
     config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
     rel = config["sphinx"]["config"]["html_search_options"]["dict"]
     assert (REPO / rel).resolve() == SEARCH_DICT.resolve()
-    assert "book_site" in config["sphinx"]["local_extensions"]
+    assert "book_search" in config["sphinx"]["local_extensions"]
 
 
-def test_search_dictionary_path_does_not_depend_on_the_working_directory(book_site, tmp_path,
+def test_search_dictionary_path_does_not_depend_on_the_working_directory(book_search, tmp_path,
                                                                          monkeypatch):
     """Sphinx 按当前目录解析 dict 路径、找不到就悄悄不用；扩展把它变成绝对路径。"""
     monkeypatch.chdir(tmp_path)  # 构建可能从任何目录启动
     app = SimpleNamespace(confdir=str(REPO))
     config = SimpleNamespace(html_search_options={"dict": "book/search_dict.txt"})
-    book_site.absolute_search_dict(app, config)
+    book_search.absolute_search_dict(app, config)
     assert config.html_search_options["dict"] == str(SEARCH_DICT.resolve())
 
 
-def test_missing_search_dictionary_is_reported(book_site, tmp_path, caplog):
+def test_missing_search_dictionary_is_reported(book_search, tmp_path, caplog):
     app = SimpleNamespace(confdir=str(tmp_path))
     config = SimpleNamespace(html_search_options={"dict": "nope.txt"})
     with caplog.at_level(logging.WARNING):
-        book_site.absolute_search_dict(app, config)
+        book_search.absolute_search_dict(app, config)
     assert "中文检索词典不存在" in caplog.text
 
 
@@ -233,13 +233,13 @@ def test_jieba_keeps_book_terms_whole(tokenizer, text, term):
 
 def test_jieba_keeps_its_dictionary_cache_in_the_users_cache_folder_not_in_shared_tmp(tmp_path):
     """jieba 默认把缓存写到所有用户共用的 /tmp/jieba.cache（0600）：另一个用户先构建过，构建就打印 PermissionError。
-    book_site 把它放进本用户的缓存目录；家目录写不了时放到构建目录旁边。"""
+    book_search 把它放进本用户的缓存目录；家目录写不了时放到构建目录旁边。"""
     script = textwrap.dedent(f"""
         import sys, types
         sys.path.insert(0, {str(REPO / "book" / "_ext")!r})
-        import book_site, jieba
+        import book_search, jieba
         app = types.SimpleNamespace(doctreedir={str(tmp_path / "out" / ".doctrees")!r})
-        book_site.jieba_cache_of_this_user(app, None)
+        book_search.jieba_cache_of_this_user(app, None)
         jieba.setLogLevel(60)
         jieba.initialize()
         print(jieba.dt.tmp_dir)

@@ -22,7 +22,7 @@ from support.pagekit import soup
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 sys.path.insert(0, str(REPO / "tools"))
-import book_solutions  # noqa: E402
+import book_exercises  # noqa: E402
 import dist  # noqa: E402  make html 发布学生版网站 zip 的那个函数
 
 TEXT_SUFFIXES = (".html", ".js", ".md", ".txt", ".ipynb", ".json")
@@ -31,8 +31,8 @@ TEXT_SUFFIXES = (".html", ".js", ".md", ".txt", ".ipynb", ".json")
 def solution_lines(root: Path = REPO) -> set[str]:
     """只在作业页的参考答案里出现的行（代码与文字）。root 是书的根目录（英文版：生成的 _build/en/）。"""
     page = (root / "book" / "homework.md").read_text(encoding="utf-8")
-    kept = book_solutions.strip_solutions(page)
-    removed = [m.group(0) for m in book_solutions.SOLUTION_SOURCE.finditer(page)]
+    kept = book_exercises.strip_solutions(page)
+    removed = [m.group(0) for m in book_exercises.SOLUTION_SOURCE.finditer(page)]
     assert removed and len(kept) < len(page), "作业页上找不到解答指令"
     elsewhere = [kept, (root / "book" / "homework_student.ipynb").read_text(encoding="utf-8")]
     elsewhere += [p.read_text(encoding="utf-8") for p in (root / "book").glob("*.md") if p.name != "homework.md"]
@@ -67,8 +67,8 @@ def found(site: Path, lines: set[str]) -> dict[str, set[str]]:
 def test_strip_solutions_removes_gated_and_plain_solution_directives_and_nothing_else():
     text = ("前\n\n```{solution-start} ex\n:class: dropdown\n```\n答案文字\n\n```{code-cell} ipython3\nx = 1\n```\n\n"
             "```{solution-end}\n```\n中\n\n:::{solution} ex2\n另一个答案\n:::\n后\n")
-    note = book_solutions.HIDDEN_NOTE
-    assert book_solutions.strip_solutions(text) == f"前\n\n{note}\n中\n\n{note}\n后\n"
+    note = book_exercises.HIDDEN_NOTE
+    assert book_exercises.strip_solutions(text) == f"前\n\n{note}\n中\n\n{note}\n后\n"
 
 
 @pytest.mark.book
@@ -100,7 +100,7 @@ def test_the_student_site_keeps_every_page_exercise_and_starter_cell(built_book,
     full, student = soup(built_book.html / "book" / "homework.html"), soup(student_site.html / "book" / "homework.html")
     assert student.select("div.solution") == [] and len(full.select("div.solution")) >= 3
     notes = [p.get_text(strip=True) for p in student.select("article p.solution-hidden")]
-    assert notes == [book_solutions.HIDDEN_NOTE] * len(full.select("div.solution"))
+    assert notes == [book_exercises.HIDDEN_NOTE] * len(full.select("div.solution"))
     assert [e.get("id") for e in student.select("div.exercise")] == [e.get("id") for e in full.select("div.exercise")]
     starters = [c.get("class") for c in full.select("div.cell") if any(k.startswith("tag_hw-starter-") for k in c["class"])]
     assert starters and starters == [c.get("class") for c in student.select("div.cell")
@@ -171,7 +171,7 @@ def test_the_student_site_offers_the_book_pdf_only_once_its_own_pdf_is_built(tmp
 
     import yaml
     sys.path.insert(0, str(REPO / "tools"))
-    import book_site
+    import book_downloads
     import build_book
 
     assert not build_book.student_pdf_ready(tmp_path)
@@ -191,7 +191,7 @@ def test_the_student_site_offers_the_book_pdf_only_once_its_own_pdf_is_built(tmp
         app = types.SimpleNamespace(config=types.SimpleNamespace(book_pdf_offered=offer, book_pdf_on_site="b.pdf"))
         context = {"header_buttons": [{"label": "download-buttons", "buttons": []}],
                    "pathto": lambda name, _: name}
-        book_site.chinese_download_menu(app, "index", "page.html", context, None)
+        book_downloads.chinese_download_menu(app, "index", "page.html", context, None)
         return [b["label"] for b in context["header_buttons"][0]["buttons"]]
 
     assert menu(True) == ["download-book-pdf-button"] and menu(False) == []

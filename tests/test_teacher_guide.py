@@ -2,7 +2,7 @@
 第 7 节练习的参考答案（要训练模型，不在构建时算）句句属实。
 
 参考答案藏在 sphinx-exercise 的 solution-start … solution-end 里，学生版网站（tools/build_book.py --student）
-由 book/_ext/book_solutions.py 把它们整块去掉，和作业页的参考答案同一个机制。
+由 book/_ext/book_exercises.py 把它们整块去掉，和作业页的参考答案同一个机制。
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from support.pagekit import soup
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 sys.path.insert(0, str(REPO / "tools"))
-import book_solutions  # noqa: E402
+import book_exercises  # noqa: E402
 import dist  # noqa: E402
 
 GUIDE = REPO / "book" / "teacher_guide.md"
@@ -64,8 +64,8 @@ def test_every_exercise_at_the_end_of_a_section_has_a_model_answer_and_a_rubric_
 def test_the_student_edition_strips_every_model_answer_from_the_guide_source():
     """学生版网站复制的 .md 源文件经 strip_solutions 改写：参考答案、评分标准和算答案的代码都不剩。"""
     text = guide()
-    stripped = book_solutions.strip_solutions(text)
-    assert stripped.count(book_solutions.HIDDEN_NOTE) == text.count("```{solution-start}") >= 13
+    stripped = book_exercises.strip_solutions(text)
+    assert stripped.count(book_exercises.HIDDEN_NOTE) == text.count("```{solution-start}") >= 13
     for gone in ("参考答案：", "评分（4 分）", "glue(\"tg_", "{glue:text}`tg_", "def pre_ln"):
         assert gone in text and gone not in stripped, gone
     # 练习的题目本身（不是答案）留着
@@ -156,7 +156,7 @@ def test_the_student_site_has_none_of_the_guides_model_answers(built_book, stude
     student = soup(student_site.html / "book" / "teacher_guide.html")
     assert student.select("div.solution") == []
     notes = [p.get_text(strip=True) for p in student.select("article p.solution-hidden")]
-    assert notes == [book_solutions.HIDDEN_NOTE] * guide().count("```{solution-start}")
+    assert notes == [book_exercises.HIDDEN_NOTE] * guide().count("```{solution-start}")
     # 练习的题目留在学生版里
     assert len(student.select("div.exercise")) == guide().count("```{exercise}")
 

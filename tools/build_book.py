@@ -29,7 +29,7 @@
    否则新机器上第一次 `import matplotlib` 往 stderr 写的提示会被当成错误。
 8. **学生版**（`--student`）：不带参考答案的网站，给不想让学生提前看到答案的老师。配置与 `_config.yml` 相同，
    只多一项 sphinx-exercise 的 `hide_solutions: true`（写成 `<输出>/_build/student-config.yml` 交给
-   `jupyter-book build --config`；去掉解答的是本地扩展 book/_ext/book_solutions.py）。默认输出到
+   `jupyter-book build --config`；去掉解答的是本地扩展 book/_ext/book_exercises.py）。默认输出到
    `_build/student/_build/html`；执行缓存先从本书的 `_build/`（或 `--cache-from` 给的目录）复制（执行键相同时），
    页面不必再执行一遍。英文的学生版（``--lang en --student``）同样生成英文的书，以 ``hide_solutions`` 构建它
    （执行缓存默认取自英文版的 ``_build/en/_build/``），网站同步到学生版网站的 ``en/`` 下，和整本书一样。

@@ -134,6 +134,6 @@ def defer_head_scripts(app: Sphinx, pagename: str, templatename: str, context: d
 
 def setup(app: Sphinx) -> dict:
     app.connect("build-finished", subset_icon_font)
-    # 在各扩展按页加完脚本之后（book_site 的去重是 900）
+    # 在各扩展按页加完脚本之后（book_html_fixes 的去重是 900）
     app.connect("html-page-context", defer_head_scripts, priority=950)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -13,7 +13,7 @@ Jupyter 原样显示。这件事配置做不到——myst-nb 和 Jupyter Book �
 - 代码单元只取页面上看得见的（``remove-cell`` 的构建管道不要），带着构建时的输出（取自执行缓存）；
 - 第一个单元用中文说明怎样安装本书的包，第二个单元运行时检查并安装它（已装好同一版时什么都不做）。
 
-写到 ``_sources/<页面>.ipynb``，替换主题下载菜单里的 .ipynb（book_site 在优先级 500 做的那件事这里先做掉）。
+写到 ``_sources/<页面>.ipynb``，替换主题下载菜单里的 .ipynb（book_downloads 在优先级 500 做的那件事这里先做掉）。
 HTML 构建结束时把全部读者笔记本、本书的 wheel、``requirements.txt`` 和 README 打成网站根目录的
 ``NOTEBOOKS_ZIP``，wheel 也单独放一份在网站根目录（笔记本的安装单元从那里下载）。
 
@@ -518,7 +518,7 @@ def write_if_changed(path: Path, data: bytes) -> bool:
 
 
 def reader_notebook(app: Sphinx, pagename: str, doctree) -> nbformat.NotebookNode:
-    from book_site import _with_outputs
+    from book_downloads import _with_outputs
 
     written = Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
     executed = _with_outputs(app, written) if written.is_file() else None
@@ -534,7 +534,7 @@ def reader_notebook(app: Sphinx, pagename: str, doctree) -> nbformat.NotebookNod
 
 
 def offer_reader_notebook(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    """写出这一页的读者笔记本，并让主题的下载菜单指向它（先于 book_site 的优先级 500）。"""
+    """写出这一页的读者笔记本，并让主题的下载菜单指向它（先于 book_downloads 的优先级 500）。"""
     if doctree is None or app.builder.format != "html":
         return
     if "kernelspec" not in app.env.metadata.get(pagename, {}):
@@ -655,7 +655,7 @@ def _walk_toctree(app: Sphinx, doc: str, seen=None) -> list[str]:
 
 def offer_notebooks_zip(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     """下载菜单里加一项“全书笔记本”（主题在优先级 501 生成菜单）。"""
-    from book_site import download_menu
+    from book_downloads import download_menu
 
     buttons = download_menu(context)
     if buttons is None:

@@ -267,7 +267,7 @@ def write_bundle(app, exception) -> None:
 
 def offer_bundle(app, pagename: str, templatename: str, context: dict, doctree) -> None:
     """在下载菜单（主题在优先级 501 生成）里加一项“作业包”。"""
-    from book_site import download_menu   # 同目录的本地扩展（Sphinx 已把 book/_ext 放进 sys.path）
+    from book_downloads import download_menu   # 同目录的本地扩展（Sphinx 已把 book/_ext 放进 sys.path）
 
     buttons = download_menu(context)
     if buttons is None or HOMEWORK_DOC not in app.env.found_docs:
