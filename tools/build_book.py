@@ -56,7 +56,7 @@ from pre_execute import cpu_workers, pre_execute, read_tasks  # noqa: E402,F401 
 
 REPO = Path(__file__).resolve().parent.parent
 # 执行键覆盖的文件：页面 import 的包、以及决定各库版本的文件
-KEY_GLOBS = ("src/minigpt/**/*.py", "requirements.txt", "requirements.lock", "pyproject.toml")
+KEY_GLOBS = ("src/minigpt/**/*.py", "book/data/*.json", "requirements.txt", "requirements.lock", "pyproject.toml")
 
 
 def execution_key(root: Path) -> str:
