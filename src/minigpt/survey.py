@@ -41,5 +41,5 @@ def read_survey(path: Path = SURVEY_FILE) -> tuple[str, dict[int, dict[str, floa
     except FileNotFoundError:
         raise FileNotFoundError(f"找不到种子普查文件 {path}：用 {RERUN} 生成") from None
     facts = {int(seed): {k: (math.nan if v is None else float(v)) for k, v in f.items()}
-             for seed, f in data["seeds"].items()}
+             for seed, f in sorted(data["seeds"].items(), key=lambda item: int(item[0]))}
     return data["code_key"], facts
