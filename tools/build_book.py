@@ -5,8 +5,8 @@
 它在 `jupyter-book build` 之外多做几件事：
 
 1. **不发布过期输出**。jupyter-cache 只按代码单元的源码、元数据和 kernelspec 判断要不要重跑，
-   改了 `src/minigpt` 里的函数，页面却不会重跑。这里对 `src/minigpt/**/*.py`、`requirements.txt`、
-   `requirements.lock` 和 `pyproject.toml` 求一个摘要（执行键），与上次构建时记下的不同，就清空执行缓存，并从全新的
+   改了 `src/minigpt` 里的函数，页面却不会重跑。这里对 `src/minigpt/**/*.py`、页面读的数据
+   `book/data/*.json`、`requirements.txt`、`requirements.lock` 和 `pyproject.toml` 求一个摘要（执行键），与上次构建时记下的不同，就清空执行缓存，并从全新的
    Sphinx 环境构建（页面文本没变时 Sphinx 不会重读它，也就不会重新执行它）。
 2. **增量构建不掩盖旧错误**。Sphinx 不会为没有重读的页面重发警告；上一次构建没有成功
    （或要求 `--fresh`）时，就用 `--all` 从全新的 Sphinx 环境构建。
