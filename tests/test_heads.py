@@ -279,6 +279,33 @@ def test_roles_form_between_steps_300_and_400(scores):
     assert H.repeat_losses(run.snapshots[300], test)[0] < math.log(16) - 0.5  # “比瞎猜低了不少”
     assert late[0]["previous"][_prev_head(scores)] > ROLE
     assert min(late[1]["induction"]) > ROLE
+    # 代码单元里的 (300, 400) 是看着种子 0 挑的：它的两个分数正是在这一段里过门槛
+    from minigpt.claims import CLAIMS
+
+    assert CLAIMS["in_300_400"](C.studies()[0].facts)
+
+
+@SLOW
+def test_the_seeds_without_a_clean_row_boundary_fall_in_one_of_three_cases():
+    """正文：没有干净分界的种子，要么第 5–19 行有几乎不看前一个位置的行，要么末尾几行照样看前一个，
+    要么两头都不出格、只是中段最低的一行略低于 PREV_ROWS。"""
+    from minigpt.claims import CLAIMS, PREV_ROWS
+
+    for seed, st in C.studies().items():
+        f = st.facts
+        if CLAIMS["prev_where_needed"](f):
+            continue
+        low_row = f["prev_rows_min"] < FLAT
+        late_high = f["prev_late_max"] > ROLE
+        near = f["prev_late_max"] < ROLE and PREV_ROWS - 0.05 < f["prev_rows_min"] <= PREV_ROWS
+        assert low_row or late_high or near, seed
+
+
+@SLOW
+def test_swapping_only_the_query_does_not_lower_the_induction_scores():
+    """练习答案：换掉 Query，分数没有下降（种子 0 上反而略高）。"""
+    f = C.studies()[0].facts
+    assert f["swap_q"] > f["ind2_max"]
 
 
 @SLOW

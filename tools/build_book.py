@@ -5,8 +5,8 @@
 它在 `jupyter-book build` 之外多做几件事：
 
 1. **不发布过期输出**。jupyter-cache 只按代码单元的源码、元数据和 kernelspec 判断要不要重跑，
-   改了 `src/minigpt` 里的函数，页面却不会重跑。这里对 `src/minigpt/**/*.py`、`requirements.txt`、
-   `requirements.lock` 和 `pyproject.toml` 求一个摘要（执行键），与上次构建时记下的不同，就清空执行缓存，并从全新的
+   改了 `src/minigpt` 里的函数，页面却不会重跑。这里对 `src/minigpt/**/*.py`、页面读的数据
+   `book/data/*.json`、`requirements.txt`、`requirements.lock` 和 `pyproject.toml` 求一个摘要（执行键），与上次构建时记下的不同，就清空执行缓存，并从全新的
    Sphinx 环境构建（页面文本没变时 Sphinx 不会重读它，也就不会重新执行它）。
 2. **增量构建不掩盖旧错误**。Sphinx 不会为没有重读的页面重发警告；上一次构建没有成功
    （或要求 `--fresh`）时，就用 `--all` 从全新的 Sphinx 环境构建。
@@ -56,7 +56,7 @@ from pre_execute import cpu_workers, pre_execute, read_tasks  # noqa: E402,F401 
 
 REPO = Path(__file__).resolve().parent.parent
 # 执行键覆盖的文件：页面 import 的包、以及决定各库版本的文件
-KEY_GLOBS = ("src/minigpt/**/*.py", "requirements.txt", "requirements.lock", "pyproject.toml")
+KEY_GLOBS = ("src/minigpt/**/*.py", "book/data/*.json", "requirements.txt", "requirements.lock", "pyproject.toml")
 
 
 def execution_key(root: Path) -> str:

@@ -2,9 +2,9 @@
 （见第 7 节「换几个种子」）。
 
 页面把“在几个种子上成立”glue 进正文；tests/test_heads.py 把每个计数钉住：
-哪个种子上的结论变了，测试就失败。计数只对量过的种子（正文是 0–5）说话，
-别的种子可能不一样。条件只读 `seeds.seed_facts` 量出的数和平摊注意力的基线，
-不训练、不算模型。
+哪个种子上的结论变了，测试就失败。计数只对量过的种子说话
+（正文是 0–5；种子普查 0–27 见 minigpt.survey），别的种子可能不一样。
+条件只读 `seeds.seed_facts` 量出的数和平摊注意力的基线，不训练、不算模型。
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ CLAIMS: dict[str, Callable[[dict[str, float]], bool]] = {
     # 归纳分数过门槛不晚于前一个 token 分数（可以更早）
     "ind_not_later": lambda f: f["step_ind"] <= f["step_prev"],
     # 归纳分数过门槛的副本紧挨着能抄处损失降得最快的那 25 步
-    # （落在这 25 步里，或紧接着的 25 步里）
-    "ind_at_drop": lambda f: (f["fast_from"] <= f["step_ind"]
+    # （落在这 25 步里，或紧接着的 25 步里：陡降开始之前的那个副本不算）
+    "ind_at_drop": lambda f: (f["fast_from"] < f["step_ind"]
                               <= f["fast_to"] + SNAPSHOT_EVERY),
     # 两个分数在同一个副本上第一次过门槛
     "same_window": lambda f: f["step_prev"] == f["step_ind"],
