@@ -16,6 +16,8 @@ MAX_ANSWER_BYTES = 1_000_000
 MAX_ELEMENTS = 4096
 # 列表最多嵌套这么多层（和张量的维数上限一样：heads.tolist() 是四层）
 MAX_DEPTH = 8
+# 模块（题目给的 mha、block）最多记这么多个参数和缓冲区
+MAX_MODULE_ENTRIES = 64
 DTYPES = {"float16", "bfloat16", "float32", "float64",
           "int8", "int16", "int32", "int64", "uint8", "bool"}
 
@@ -58,6 +60,7 @@ def make_converter(limit: int = MAX_ELEMENTS, max_depth: int = MAX_DEPTH):
     get_dtype, get_layout, get_shape, get_device = (
         base.dtype.__get__, base.layout.__get__, base.shape.__get__, base.device.__get__)
     from_numpy = torch.from_numpy
+    Module, state_dict = torch.nn.Module, torch.nn.Module.state_dict
     ok = frozenset(DTYPES)
 
     def convert(namespace, names):
@@ -99,6 +102,14 @@ def make_converter(limit: int = MAX_ELEMENTS, max_depth: int = MAX_DEPTH):
                     v = v.item()
             if issubclass(type(v), Tensor):
                 return tensor(v)
+            if issubclass(type(v), Module) and depth == 0:
+                # 题目给的 mha、block：记下参数，批改程序才说得出“你改动了题目给的 mha”（r36b F4）
+                state = {}
+                for name, t in state_dict(v).items():
+                    if len(state) >= MAX_MODULE_ENTRIES or not issubclass(type(t), Tensor):
+                        return opaque(v, "（模块太大，没有取回）")
+                    state[str(name)[:80]] = tensor(t)
+                return {"kind": "module", "type": type(v).__name__[:40], "state": state}
             if type(v) is bool:
                 return {"kind": "bool", "value": v}
             if type(v) is int:
@@ -395,6 +406,18 @@ def _decode(item, depth: int = 0):
             raise AnswerFileError("张量答案的元素个数与形状不符")
         values = [_number(x, dtype) for x in data]
         return torch.tensor(values, dtype=getattr(torch, dtype)).reshape(shape)
+    if kind == "module":
+        name, state = item.get("type"), item.get("state")
+        if (not isinstance(name, str) or not name.isidentifier() or not isinstance(state, dict)
+                or len(state) > MAX_MODULE_ENTRIES or depth > 0):
+            raise AnswerFileError("答案的格式不对")
+        tensors = {}
+        for key, value in state.items():
+            decoded = _decode(value, depth + 1)
+            if not isinstance(key, str) or not isinstance(decoded, (torch.Tensor, _Opaque)):
+                raise AnswerFileError("答案的格式不对")
+            tensors[key[:80]] = decoded
+        return _module(name[:40], tensors)
     if kind == "opaque":
         name, text = item.get("type"), item.get("repr")
         if (not isinstance(name, str) or not isinstance(text, str)
@@ -411,6 +434,13 @@ class _Opaque:
 def _opaque(name: str, text: str):
     """别的类型：用一个同名的替身，让检查器说“收到的是 XXX”。"""
     return type(name, (_Opaque,), {"__repr__": lambda self: text})()
+
+
+def _module(name: str, state: dict):
+    """一个模块（nn.Module）的替身：检查器说“收到的是 XXX”，state_dict() 给出探针记下的参数，
+    用来和题目给的 mha、block 比（homework.checker._same）。"""
+    return type(name, (_Opaque,), {"__repr__": lambda self: f"{name}(…)",
+                                   "state_dict": lambda self: dict(state)})()
 
 
 def decode_answer(item):

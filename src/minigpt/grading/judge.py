@@ -25,11 +25,10 @@ from .submission import code_cells, read_submission
 from .results import CHECKER_ERRORS, ExerciseResult, Problem, SubmissionResult, limits_record
 
 ANSWER_NAMES = sorted({n for e in EXERCISES for n in e.answers})
-# 也记下学生手里的题目数据（模块除外：探针只写得出它的替身）：
+# 也记下学生手里的题目数据（模块 mha、block 记下它们的参数）：
 # 一道题答错时，若它的数据在它自己的单元运行完时已被改动，
 # 批改的说明和笔记本里一样，以“注意：你改动了题目给的 …”开头
-GIVEN_TRACKED = sorted(n for e in EXERCISES for n in e.given
-                       if not isinstance(exercise_inputs()[n], torch.nn.Module))
+GIVEN_TRACKED = sorted(n for e in EXERCISES for n in e.given)
 TRACKED_NAMES = sorted(set(ANSWER_NAMES) | set(GIVEN_TRACKED))
 
 # 批改程序用线程同时批改几份提交（--jobs）。判分这一步会动整个进程共用的状态：
