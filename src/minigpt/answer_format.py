@@ -27,9 +27,8 @@ class AnswerFileError(Exception):
 
 
 MARKER = "MINIGPT-GRADE-ANSWERS:"
-# 批改时，runner 每次运行探针都在标记后面加一个新的随机数（nonce）：
-# 学生的代码事先不知道它，打印一行固定的 MINIGPT-GRADE-ANSWERS:… 冒充不了探针。
-# 带这个 nonce 的行只能有一行，多了就是输出被改动过。
+# 打印答案的探针（检查器、测试用）可以在标记后面加一个随机数（nonce）：带这个 nonce 的行只能有一行。
+# 批改程序不靠它：批改用的探针另有标记 KERNEL_MARKER，每一行都带 HMAC 签名（见 install_kernel_probe）。
 
 
 def new_nonce() -> str:
