@@ -144,3 +144,53 @@ def test_a_printed_marker_without_the_runs_nonce_is_ignored_and_a_second_one_wit
     with pytest.raises(AnswerFileError, match="出现了 2 次"):
         answers.answers_from_output(real + real, nonce)
     assert answers.new_nonce() != nonce
+
+
+def test_the_probe_reads_any_tensor_layout_and_an_unreadable_value_spoils_only_its_own_variable():
+    """r36b F3：稀疏的 mask 让旧探针整个出错，9 道题全成 0 分，还被说成“答案输出被改动过”。"""
+    class Raising(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, *args, **kwargs):
+            raise RuntimeError("学生的子类")
+
+    class Odd:
+        __module__ = "numpy"            # 装成 numpy 的对象，一读 dtype 就出错
+
+        @property
+        def dtype(self):
+            raise ValueError("读不得")
+
+    dense = torch.tril(torch.ones(3, 3))
+    ns = {"coo": dense.to_sparse(), "csr": dense.to_sparse_csr(), "t": torch.arange(6.0).reshape(2, 3).t(),
+          "sub": dense.clone().as_subclass(Raising), "odd": Odd(), "ok": torch.tensor(2.5)}
+    names = sorted(ns)
+    got = decode_answers(parse_json(_probe(dict(ns), names)), names)
+    for name in ("coo", "csr", "sub"):
+        assert type(got[name]) is torch.Tensor and torch.equal(got[name], dense), name
+    assert torch.equal(got["t"], torch.arange(6.0).reshape(2, 3).t())
+    assert type(got["odd"]).__name__ == "Odd" and "ValueError" in repr(got["odd"])
+    assert torch.equal(got["ok"], torch.tensor(2.5))
+
+
+def test_kernel_probe_output_counts_only_with_the_runs_key_and_nonce():
+    """批改用的探针输出带 HMAC：没有密钥写不出算数的答案，旧的（别的 nonce 的）答案也不能重放。"""
+    import hashlib
+    import hmac
+
+    key, nonce = "ab" * 32, "n1"
+
+    def line(k, n, answers_):
+        payload = json.dumps({"nonce": n, "answers": answers_})
+        mac = hmac.new(bytes.fromhex(k), payload.encode(), hashlib.sha256).hexdigest()
+        return "\n" + answers.KERNEL_MARKER + mac + ":" + payload + "\n"
+
+    real = line(key, nonce, {"score": {"kind": "int", "value": 1}})
+    forged = line("cd" * 32, nonce, {"score": {"kind": "int", "value": 2}})
+    replayed = line(key, "n0", {"score": {"kind": "int", "value": 3}})
+    assert json.loads(answers.signed_answers(forged + replayed + real, key, nonce)) == {
+        "score": {"kind": "int", "value": 1}}
+    for text in (forged, replayed, forged + replayed):
+        with pytest.raises(AnswerFileError, match="核验"):
+            answers.signed_answers(text, key, nonce)
+    with pytest.raises(AnswerFileError, match="没有输出"):
+        answers.signed_answers("学生打印的东西", key, nonce)

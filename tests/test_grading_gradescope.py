@@ -383,15 +383,16 @@ def test_the_submission_must_hold_exactly_one_notebook(tmp_path):
 
 
 @pytest.mark.kernel
-def test_a_tampered_answer_output_is_a_graded_zero_with_the_reason(runs):
-    """和命令行一样：学生的代码改动了探针交回的答案，是一个 0 分的成绩（graded），说明里写明原因。"""
+def test_replacing_json_dumps_does_not_change_the_answers_the_autograder_reads(runs):
+    """和命令行一样：学生的代码换掉 json.dumps 想伪造答案，探针不用它（r36b F2），答案照实读回：这份的答案都对，满分。"""
     done, _, _ = runs
     tampered = [run for (mode, name), run in done.items() if name == "hostile_forged_answers"]
     assert tampered
     for run in tampered:
         data = run["data"]
-        assert data["score"] == 0 and data["extra_data"]["graded"] is True, data
-        assert "答案输出被改动过" in data["output"]
+        assert data["extra_data"]["graded"] is True, data
+        assert all(t["score"] == t["max_score"] for t in data["tests"]), data
+        assert "答案输出被改动过" not in data.get("output", "")
 
 
 def test_results_in_account_mode_say_a_separate_user_id_ran_the_code_not_no_sandbox():

@@ -188,6 +188,39 @@ def test_an_answer_rebound_in_a_cell_of_its_own_part_is_graded_on_its_final_valu
     assert f"代码单元 {len(cells)} 又改了它" in got["1a"].message
 
 
+@pytest.mark.parametrize("case, extra_after, own_prefix, last, key", [
+    ("h13", {"1b": "del score"}, {}, "score = 5.0", "1a"),
+    ("h13c", {}, {"3": "del score\n"}, "score = 5.0", "1a"),
+    ("h13d", {"1b": "del S"}, {}, "S = torch.zeros(3, 3)", "1b"),
+])
+def test_a_wrong_reassignment_after_a_del_in_another_cell_is_graded_on_the_final_value(
+        case, extra_after, own_prefix, last, key):
+    """r36b F1：别的单元先 del 了答案，之后一个不属于别的题的单元又给它赋了错的值。这个赋值是这道题的（有意的），
+    按最终值判答错；以前批改只看 del，按 del 之前的值给了满分。"""
+    solutions = tool.solutions()
+    answers = {**solutions, **{k: prefix + solutions[k] for k, prefix in own_prefix.items()}}
+    cells = _notebook(answers, extra_after=extra_after, last=last)
+    got = _by_key(_grade(cells)[0])
+    assert got[key].status == "wrong", (case, got[key].message)
+    assert f"代码单元 {len(cells)} 又改了它" in got[key].message, got[key].message
+
+
+@pytest.mark.parametrize("key, change, name", [
+    ("4b", "with torch.no_grad():\n    mha.W_O.weight.mul_(2)", "mha"),
+    ("5b", "with torch.no_grad():\n    block.ln_ffn.weight.fill_(1.0)", "block"),
+])
+def test_a_changed_given_module_is_noted_in_the_graders_message_like_in_the_notebook(key, change, name):
+    """r36b F4（h04b）：改了题目给的 mha、block，笔记本里的检查器说“你改动了题目给的 mha”，批改的说明却没有。"""
+    solutions = tool.solutions()
+    before = {"4b": "4a", "5b": "5a"}[key]
+    cells = _notebook(solutions, extra_after={before: change})
+    got = _by_key(_grade(cells)[0])
+    assert got[key].status == "wrong", got[key].message
+    assert got[key].message.startswith(f"注意：你改动了题目给的 {name}"), got[key].message
+    changed_in = next(n for n, c in enumerate(cells) if c["source"] == change) + 1
+    assert f"是在代码单元 {changed_in} 里改动的" in got[key].message, got[key].message
+
+
 def test_an_answer_overwritten_by_a_later_stand_alone_cell_is_said_to_be_overwritten_not_rounded():
     """score 对了之后，最后一个单元 score = 0（教师试用的 s09）：判的是最终值（答错），说明讲它被哪个单元改了，
     不套用检查器对 0 这个值的诊断（“像是取了整”）。"""

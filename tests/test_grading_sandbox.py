@@ -466,3 +466,20 @@ def test_the_grading_bench_still_calls_the_sandbox_the_way_it_is_built():
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     assert bench.floor_seconds(repeat=1) > 0
+
+
+def test_the_sandbox_starts_when_the_grader_was_run_through_a_path_with_dotdot(monkeypatch, tmp_path):
+    """r36b F7：``cd submissions && ../venv/bin/python -m minigpt.grade`` 让沙箱起不来（沙箱里没有
+    submissions/..），说明还怪到用户命名空间头上、叫教师加 --no-sandbox。现在沙箱里用的是所在目录的真实路径。"""
+    from minigpt.grading import sandbox
+
+    if sandbox.unavailable():
+        pytest.skip("这台机器上沙箱起不来")
+    exe = Path(sys.executable)
+    (tmp_path / "sub").mkdir()
+    detour = os.path.relpath(exe.parent, tmp_path / "sub")
+    monkeypatch.chdir(tmp_path / "sub")
+    monkeypatch.setattr(sys, "executable", os.path.join(detour, exe.name))
+    assert ".." in sys.executable
+    assert ".." not in sandbox.interpreter() and Path(sandbox.interpreter()).name == exe.name
+    assert sandbox.unavailable() is None

@@ -572,19 +572,13 @@ def test_processes_left_running_are_ended_and_reported(graded):
     assert graded[5]["leftover"] == []
 
 
-@pytest.mark.parametrize("name,phrase", [
-    ("hostile_forged_answers", "答案文件里的变量与题目不符"),
-    ("hostile_oversized_answers", "超过上限 1000000 字节"),
-])
-def test_forged_or_oversized_answer_files_are_graded_zero_with_the_reason(graded, name, phrase):
-    """学生的代码改动了探针交回的答案：笔记本运行了，是一个成绩（0 分，不是成绩册里空着的“还没有成绩”），原因写明。"""
+@pytest.mark.parametrize("name", ["hostile_forged_answers", "hostile_oversized_answers"])
+def test_replacing_json_dumps_neither_forges_nor_spoils_the_answers(graded, name):
+    """学生的代码换掉 json.dumps，想让探针交回伪造的或 5 MB 的答案。探针用的是预热时（学生的代码运行之前）取好的
+    函数（r36b F2），学生换掉的 json.dumps 碍不着它：答案照实读回，这两份的答案都对，满分。"""
     proc, _, by_name, *_ = graded
     sub = by_name[f"{name}.ipynb"]
-    assert sub["graded"] and _statuses(sub) == dict.fromkeys(KEYS, "error") and sub["points"] == 0
-    assert "答案输出被改动过，按 0 分计" in sub["problem"] and phrase in sub["problem"]
-    rows = list(csv.reader(io.StringIO(graded[5]["csv"].decode("utf-8-sig"))))
-    row = next(r for r in rows[1:] if r[0] == name)
-    assert row[1:-1] == ["0"] * (len(KEYS) + 1) and "答案输出被改动过" in row[-1]
+    assert sub["graded"] and not sub["problem"] and _statuses(sub) == dict.fromkeys(KEYS, "passed"), sub
     assert "Traceback" not in proc.stdout + proc.stderr
 
 

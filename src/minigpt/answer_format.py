@@ -16,6 +16,8 @@ MAX_ANSWER_BYTES = 1_000_000
 MAX_ELEMENTS = 4096
 # 列表最多嵌套这么多层（和张量的维数上限一样：heads.tolist() 是四层）
 MAX_DEPTH = 8
+# 模块（题目给的 mha、block）最多记这么多个参数和缓冲区
+MAX_MODULE_ENTRIES = 64
 DTYPES = {"float16", "bfloat16", "float32", "float64",
           "int8", "int16", "int32", "int64", "uint8", "bool"}
 
@@ -25,9 +27,8 @@ class AnswerFileError(Exception):
 
 
 MARKER = "MINIGPT-GRADE-ANSWERS:"
-# 批改时，runner 每次运行探针都在标记后面加一个新的随机数（nonce）：
-# 学生的代码事先不知道它，打印一行固定的 MINIGPT-GRADE-ANSWERS:… 冒充不了探针。
-# 带这个 nonce 的行只能有一行，多了就是输出被改动过。
+# 打印答案的探针（检查器、测试用）可以在标记后面加一个随机数（nonce）：带这个 nonce 的行只能有一行。
+# 批改程序不靠它：批改用的探针另有标记 KERNEL_MARKER，每一行都带 HMAC 签名（见 install_kernel_probe）。
 
 
 def new_nonce() -> str:
@@ -35,97 +36,282 @@ def new_nonce() -> str:
 
     return secrets.token_hex(16)
 
-# 在学生的内核里运行：把答案变量写成一行 JSON（只含数字、字符串、列表和张量的数据），
-# 打印到这个单元的输出里（经内核的消息通道传给 runner，不占学生能写满的磁盘）。
-# 探针里的内置函数都从 builtins 模块取
-# （学生的 min = …、list = …、print = … 挡不住它），
-# 变量从调用者真正的全局字典取（不经学生能改名的 globals）；
-# to_kernel 时经内核的消息通道送出，不经学生能换掉的 sys.stdout
-# （sys.stdout = io.StringIO() 也挡不住）。
+# 把答案变量写成纯数据（只含数字、字符串、列表和张量的数据）。批改时它在学生的内核里运行：
+# make_converter 在预热单元里、学生的代码运行之前调用一次，用到的内置函数、torch 的函数和属性都在那时取好
+# （学生之后改 builtins、torch.Tensor 的方法、sys.modules["json"] 都碍不着它）；
+# 张量在 DisableTorchFunction 之下读（子类的 __torch_function__ 不运行），稀疏等布局先转成普通张量。
+# 一个变量读不出来（对象很古怪），只有它成了“看不懂的值”，别的变量照常读。
+
+
+def make_converter(limit: int = MAX_ELEMENTS, max_depth: int = MAX_DEPTH):
+    """返回 convert(namespace, names) -> {变量名: 纯数据}。"""
+    import builtins as b
+
+    import torch
+
+    (abs, Exception, len, list, min, repr, str, tuple, type, issubclass, dict) = (
+        b.abs, b.Exception, b.len, b.list, b.min, b.repr, b.str, b.tuple, b.type, b.issubclass, b.dict)
+    base = torch._C.TensorBase
+    Tensor, no_torch_function, strided = torch.Tensor, torch._C.DisableTorchFunction, torch.strided
+    detach, as_subclass, to_dense, cpu, reshape, tolist, numel, dim = (
+        base.detach, base.as_subclass, base.to_dense, base.cpu, base.reshape, base.tolist,
+        base.numel, base.dim)
+    get_dtype, get_layout, get_shape, get_device = (
+        base.dtype.__get__, base.layout.__get__, base.shape.__get__, base.device.__get__)
+    from_numpy = torch.from_numpy
+    Module, state_dict = torch.nn.Module, torch.nn.Module.state_dict
+    ok = frozenset(DTYPES)
+
+    def convert(namespace, names):
+        budget = [limit * 4]          # 所有答案合起来最多这么多个元素
+
+        def opaque(v, text):
+            return {"kind": "opaque", "type": type(v).__name__[:40], "repr": text}
+
+        def tensor(v):
+            with no_torch_function():
+                v = detach(v)
+                if get_layout(v) != strided:      # 稀疏张量等：先转成普通张量
+                    v = to_dense(v)
+                v = as_subclass(v, Tensor)
+                dtype = str(get_dtype(v)).replace("torch.", "")
+                shape = tuple(get_shape(v))
+                if get_device(v).type == "meta":
+                    return {"kind": "opaque", "type": "Tensor", "repr": "meta 设备上的张量（没有数据）"}
+                count = numel(v)
+                if dtype not in ok or count > min(limit, budget[0]) or dim(v) > 8:
+                    return {"kind": "opaque", "type": "Tensor", "repr": f"tensor(形状 {shape}，{dtype})"}
+                budget[0] -= count
+                return {"kind": "tensor", "dtype": dtype, "shape": list(shape),
+                        "data": tolist(reshape(cpu(v), (-1,)))}
+
+        def conv(v, depth=0):
+            budget[0] -= 1
+            if budget[0] < 0:
+                return opaque(v, "（答案太大，没有取回）")
+            if v is None:
+                return {"kind": "none"}
+            if v is ...:
+                return {"kind": "ellipsis"}
+            module = type(v).__module__ or ""
+            if type(module) is str and module.startswith("numpy"):
+                if type(v).__name__ == "ndarray" and v.dtype.kind in "biuf":
+                    v = from_numpy(v.copy())
+                elif type(v).__name__ != "ndarray" and v.dtype.kind in "biuf":
+                    v = v.item()
+            if issubclass(type(v), Tensor):
+                return tensor(v)
+            if issubclass(type(v), Module) and depth == 0:
+                # 题目给的 mha、block：记下参数，批改程序才说得出“你改动了题目给的 mha”（r36b F4）
+                state = {}
+                for name, t in state_dict(v).items():
+                    if len(state) >= MAX_MODULE_ENTRIES or not issubclass(type(t), Tensor):
+                        return opaque(v, "（模块太大，没有取回）")
+                    state[str(name)[:80]] = tensor(t)
+                return {"kind": "module", "type": type(v).__name__[:40], "state": state}
+            if type(v) is bool:
+                return {"kind": "bool", "value": v}
+            if type(v) is int:
+                if abs(v) < 2**63:
+                    return {"kind": "int", "value": v}
+                return {"kind": "opaque", "type": "int", "repr": "（整数太大）"}
+            if type(v) is float:
+                return {"kind": "float", "value": v}
+            if type(v) is str:
+                return {"kind": "str", "value": v[:200]}
+            if (type(v) in (list, tuple) and depth < max_depth
+                    and len(v) <= min(limit, budget[0])):
+                return {"kind": type(v).__name__, "items": [conv(x, depth + 1) for x in v]}
+            try:
+                text = repr(v)[:80]
+                if type(text) is not str:
+                    text = "?"
+            except Exception:
+                text = "?"
+            return opaque(v, text)
+
+        out = {}
+        for n in names:
+            if n not in namespace:
+                out[n] = {"kind": "missing"}
+                continue
+            v = dict.get(namespace, n)
+            try:
+                out[n] = conv(v)
+            except Exception as err:   # 只有这个变量读不出来
+                out[n] = opaque(v, f"（读不出这个值：{type(err).__name__}）")
+        return out
+
+    return convert
+
+
+def make_dumps():
+    """写 JSON（和 json.dumps 的默认格式相同）；只用预先取好的 C 函数，学生改 json 模块碍不着它。"""
+    from json.encoder import encode_basestring_ascii as esc
+    import builtins as b
+
+    type, float_repr, int_repr, list, tuple, dict, str, TypeError = (
+        b.type, b.float.__repr__, b.int.__repr__, b.list, b.tuple, b.dict, b.str, b.TypeError)
+    inf = b.float("inf")
+
+    def dumps(o):
+        t = type(o)
+        if o is None:
+            return "null"
+        if o is True:
+            return "true"
+        if o is False:
+            return "false"
+        if t is str:
+            return esc(o)
+        if t is int:
+            return int_repr(o)
+        if t is float:
+            if o != o:
+                return "NaN"
+            if o == inf:
+                return "Infinity"
+            if o == -inf:
+                return "-Infinity"
+            return float_repr(o)
+        if t is dict:
+            return "{" + ", ".join([esc(k) + ": " + dumps(v) for k, v in dict.items(o)]) + "}"
+        if t is list or t is tuple:
+            return "[" + ", ".join([dumps(x) for x in o]) + "]"
+        raise TypeError(t.__name__)
+
+    return dumps
+
+
+# 学生的代码里（检查器、测试）用的探针：打印到 sys.stdout（检查器、测试用 redirect_stdout 接住它）。
+# 批改程序不用它，用的是 install_kernel_probe 装好的那个（见下）。
 PROBE = r"""
-def __minigpt_grade_probe(__names, __limit=%(limit)d):
-    import builtins as __b, json, sys, torch
-    (abs, bool, Exception, float, int, isinstance, len,
-     list, min, print, repr, str, tuple, type) = (
-        __b.abs, __b.bool, __b.Exception, __b.float, __b.int, __b.isinstance, __b.len,
-        __b.list, __b.min, __b.print, __b.repr, __b.str, __b.tuple, __b.type)
-    ok = %(dtypes)r
-    budget = [__limit * 4]          # 所有答案合起来最多这么多个元素
-    def conv(v, depth=0):
-        budget[0] -= 1
-        if budget[0] < 0:
-            return {"kind": "opaque", "type": type(v).__name__[:40],
-                    "repr": "（答案太大，没有取回）"}
-        if v is None:
-            return {"kind": "none"}
-        if v is ...:
-            return {"kind": "ellipsis"}
-        module = type(v).__module__ or ""
-        if module.startswith("numpy"):
-            if type(v).__name__ == "ndarray" and v.dtype.kind in "biuf":
-                v = torch.from_numpy(v.copy())
-            elif type(v).__name__ != "ndarray" and v.dtype.kind in "biuf":
-                v = v.item()
-        if isinstance(v, torch.Tensor):
-            v = v.detach().as_subclass(torch.Tensor)
-            dtype = str(v.dtype).replace("torch.", "")
-            if v.device.type == "meta":
-                return {"kind": "opaque", "type": "Tensor",
-                        "repr": "meta 设备上的张量（没有数据）"}
-            if dtype not in ok or v.numel() > min(__limit, budget[0]) or v.dim() > 8:
-                return {"kind": "opaque", "type": "Tensor",
-                        "repr": f"tensor(形状 {tuple(v.shape)}，{dtype})"}
-            budget[0] -= v.numel()
-            return {"kind": "tensor", "dtype": dtype, "shape": list(v.shape),
-                    "data": v.cpu().reshape(-1).tolist()}
-        if type(v) is bool:
-            return {"kind": "bool", "value": v}
-        if type(v) is int and abs(v) < 2**63:
-            return {"kind": "int", "value": v}
-        if type(v) is float:
-            return {"kind": "float", "value": v}
-        if type(v) is str:
-            return {"kind": "str", "value": v[:200]}
-        if (type(v) in (list, tuple) and depth < %(depth)d
-                and len(v) <= min(__limit, budget[0])):
-            items = [conv(x, depth + 1) for x in v]
-            return {"kind": type(v).__name__, "items": items}
-        try:
-            text = repr(v)[:80]
-        except Exception:
-            text = "?"
-        return {"kind": "opaque", "type": type(v).__name__[:40], "repr": text}
-    g = __b.globals()
-    out = {n: (conv(g[n]) if n in g else {"kind": "missing"}) for n in __names}
-    text = "\n" + %(marker)r + json.dumps(out) + "\n"
-    shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
-    kernel = __b.getattr(shell, "kernel", None) if %(to_kernel)r else None
-    if kernel is None:
-        print(text, end="", flush=True)
-        return
-    try:
-        sys.stdout.flush()          # 学生先前打印、还没送出的文字排在答案前面
-    except Exception:
-        pass
-    kernel.session.send(kernel.iopub_socket, "stream",
-                        {"name": "stdout", "text": text}, kernel.get_parent("shell"))
+def __minigpt_grade_probe(__names):
+    import builtins as __b
+    from minigpt.answer_format import make_converter, make_dumps
+    text = "\n" + %(marker)r + make_dumps()(make_converter()(__b.globals(), __names)) + "\n"
+    __b.print(text, end="", flush=True)
 __minigpt_grade_probe(%(names)r)
 del __minigpt_grade_probe
 """
+
+
+# ---------------------------------------------------------------- 批改用的内核探针
+# 批改时，预热单元（学生的代码运行之前）调用 install_kernel_probe：它在内核里抽一把密钥（只交给 runner），
+# 把读答案要用的一切（答案所在的字典、上面的转换函数、HMAC、内核送消息的函数）都取好。
+# 之后 runner 每次要答案，都发一条 comm_open 消息（目标 PROBE_TARGET）：内核直接调用这里登记的函数，
+# 不经过 IPython 的输入转换器、AST 转换器、pre/post_run_cell 和 pre/post_execute 事件、displayhook，
+# 探针也就不是一段学生的钩子改写得了的代码；消息里只有变量名和一次性的 nonce（防重放），没有秘密。
+# 探针经内核的消息通道送出“标记 + HMAC + JSON”；runner 用密钥核对 HMAC 和 nonce，对不上的一律不算。
+# 学生要伪造，只能把密钥从内核的内存里挖出来：这已经是刻意攻击批改程序本身，批改程序不作保证（见教师指南）。
+KERNEL_MARKER = "MINIGPT-GRADE-SIGNED:"
+KEY_MARKER = "MINIGPT-GRADE-KEY:"
+PROBE_TARGET = "minigpt_grade_probe"
+
+
+def install_kernel_probe() -> str:
+    """在批改用的内核里、学生的代码运行之前调用一次；返回密钥（十六进制），由 runner 从输出里读走。"""
+    import _hashlib
+    import secrets
+    import sys
+
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    kernel = shell.kernel
+    key = secrets.token_bytes(32)
+    convert, dumps = make_converter(), make_dumps()
+    digest = _hashlib.hmac_digest
+    send, iopub, get_parent = kernel.session.send, kernel.iopub_socket, kernel.get_parent
+    user_ns = shell.user_ns
+    settrace, gettrace, setprofile, getprofile = sys.settrace, sys.gettrace, sys.setprofile, sys.getprofile
+
+    def probe(names, nonce):
+        trace, profile = gettrace(), getprofile()
+        settrace(None)      # 学生设的跟踪、性能分析函数不在探针运行时插手
+        setprofile(None)
+        try:
+            if shell.user_ns is not user_ns:
+                answers = {"tampered": "namespace"}
+            elif audit_added[0]:
+                answers = {"tampered": "audit"}
+            elif trace is not None or profile is not None:
+                # 跟踪函数在内核处理探针消息的每一层都会被调用，可能已经改了答案：不读
+                answers = {"tampered": "trace"}
+            else:
+                answers = convert(user_ns, names)
+            payload = dumps({"nonce": nonce, "answers": answers})
+            mac = digest(key, payload.encode("utf-8"), "sha256").hex()
+            send(iopub, "stream", {"name": "stdout", "text": "\n" + KERNEL_MARKER + mac + ":" + payload + "\n"},
+                 get_parent("shell"))
+        finally:
+            settrace(trace)
+            setprofile(profile)
+
+    comms = kernel.comm_manager.comms
+    # 审计钩子（sys.addaudithook）去不掉，也列不出来；它们在探针路上的审计事件里运行，可能改答案。
+    # 这个钩子装在学生的代码之前：之后谁再装审计钩子，它都先看到（“sys.addaudithook”本身是审计事件）
+    audit_added = [False]
+
+    def watch(event, args):
+        if event == "sys.addaudithook":
+            audit_added[0] = True
+
+    sys.addaudithook(watch)
+    list_, str_ = list, str
+
+    def on_open(comm, msg):
+        comms.pop(comm.comm_id, None)
+        data = msg["content"]["data"]
+        probe([str_(n) for n in list_(data["names"])], str_(data["nonce"]))
+
+    kernel.comm_manager.register_target(PROBE_TARGET, on_open)
+    return key.hex()
+
+
+def probe_request(names: list[str], nonce: str) -> tuple[str, dict]:
+    """runner 发给内核、让探针运行一次的消息的 (msg_type, content)。"""
+    return "comm_open", {"comm_id": new_nonce(), "target_name": PROBE_TARGET,
+                         "data": {"names": list(names), "nonce": nonce}}
+
+
+def signed_answers(text: str, key: str, nonce: str) -> bytes:
+    """内核探针输出里、HMAC 对得上、nonce 是这一次的那一行 JSON（answers 部分）。"""
+    import hashlib
+    import hmac
+
+    if KERNEL_MARKER not in text:
+        raise AnswerFileError("探针没有输出答案")
+    for piece in text.split(KERNEL_MARKER)[1:]:
+        line = piece.split("\n", 1)[0]
+        mac, _, payload = line.partition(":")
+        data = payload.encode("utf-8")
+        if len(data) > MAX_ANSWER_BYTES + 200:
+            continue
+        want = hmac.new(bytes.fromhex(key), data, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(mac, want):
+            continue
+        raw = parse_json(data)
+        if not isinstance(raw, dict) or raw.get("nonce") != nonce:
+            continue
+        answers = raw.get("answers")
+        if isinstance(answers, dict) and answers.get("tampered") == "namespace":
+            raise AnswerFileError("学生的代码换掉了内核里的变量字典")
+        if isinstance(answers, dict) and answers.get("tampered") == "audit":
+            raise AnswerFileError("学生的代码装了审计钩子（sys.addaudithook），答案可能被它改动过")
+        if isinstance(answers, dict) and answers.get("tampered") == "trace":
+            raise AnswerFileError("学生的代码设了跟踪函数（sys.settrace 或 sys.setprofile），答案可能被它改动过")
+        return json.dumps(answers).encode("utf-8")
+    raise AnswerFileError("探针的输出没有通过核验（被改动过）")
 
 
 def _marker(nonce: str) -> str:
     return f"{MARKER}{nonce}:" if nonce else MARKER
 
 
-def probe_source(names: list[str], nonce: str = "", to_kernel: bool = False) -> str:
-    """探针的源代码。nonce：批改程序每次运行新抽的随机串，标记里带着它，
-    学生打印的假标记认不出来。to_kernel：在 Jupyter 内核里经内核的消息通道
-    送出答案（批改程序用），否则打印到 sys.stdout（检查器、测试用
-    redirect_stdout 接住它）。"""
-    return PROBE % {"limit": MAX_ELEMENTS, "dtypes": sorted(DTYPES),
-                    "depth": MAX_DEPTH, "marker": _marker(nonce),
-                    "names": list(names), "to_kernel": bool(to_kernel)}
+def probe_source(names: list[str], nonce: str = "") -> str:
+    """打印答案的探针的源代码（检查器、测试用；批改程序用 install_kernel_probe）。nonce：标记里带着它。"""
+    return PROBE % {"marker": _marker(nonce), "names": list(names)}
 
 
 def answers_from_output(text: str, nonce: str = "") -> bytes:
@@ -219,6 +405,18 @@ def _decode(item, depth: int = 0):
             raise AnswerFileError("张量答案的元素个数与形状不符")
         values = [_number(x, dtype) for x in data]
         return torch.tensor(values, dtype=getattr(torch, dtype)).reshape(shape)
+    if kind == "module":
+        name, state = item.get("type"), item.get("state")
+        if (not isinstance(name, str) or not name.isidentifier() or not isinstance(state, dict)
+                or len(state) > MAX_MODULE_ENTRIES or depth > 0):
+            raise AnswerFileError("答案的格式不对")
+        tensors = {}
+        for key, value in state.items():
+            decoded = _decode(value, depth + 1)
+            if not isinstance(key, str) or not isinstance(decoded, (torch.Tensor, _Opaque)):
+                raise AnswerFileError("答案的格式不对")
+            tensors[key[:80]] = decoded
+        return _module(name[:40], tensors)
     if kind == "opaque":
         name, text = item.get("type"), item.get("repr")
         if (not isinstance(name, str) or not isinstance(text, str)
@@ -235,6 +433,13 @@ class _Opaque:
 def _opaque(name: str, text: str):
     """别的类型：用一个同名的替身，让检查器说“收到的是 XXX”。"""
     return type(name, (_Opaque,), {"__repr__": lambda self: text})()
+
+
+def _module(name: str, state: dict):
+    """一个模块（nn.Module）的替身：检查器说“收到的是 XXX”，state_dict() 给出探针记下的参数，
+    用来和题目给的 mha、block 比（homework.checker._same）。"""
+    return type(name, (_Opaque,), {"__repr__": lambda self: f"{name}(…)",
+                                   "state_dict": lambda self: dict(state)})()
 
 
 def decode_answer(item):

@@ -448,6 +448,15 @@ def _heads_cases():
     add("merged 没填", right_h, lambda x: None, "not_filled")
     add("x = x * 2 之后再拆", lambda x: _split(2 * x["x"]), lambda x: 2 * x["x"], "values",
         lambda x: {"x": 2 * x["x"]})
+    # 教师试用报告 r36b 的 F5：形状不对时也说出错在哪
+    add("拆成 4 个头、每个 2 维", lambda x: x["x"].view(1, 3, 4, 2).transpose(1, 2),
+        lambda x: x["x"].view(1, 3, 4, 2).transpose(1, 2).transpose(1, 2).reshape(1, 3, 8), "shape_heads_d_k_swapped")
+    add("transpose(2, 3)", lambda x: x["x"].view(1, 3, 2, 4).transpose(2, 3), right_m, "shape_wrong_transpose")
+    add("合并时沿 seq 拼接", right_h, lambda x: torch.cat([_split(x["x"])[:, 0], _split(x["x"])[:, 1]], dim=1),
+        "merge_cat_along_seq")
+    add("丢了 batch 维", lambda x: x["x"][0].view(3, 2, 4).transpose(0, 1),
+        lambda x: x["x"][0].view(3, 2, 4).reshape(3, 8), "shape_no_batch")
+    add("heads 之后又 transpose 了一次", lambda x: _split(x["x"]).transpose(2, 3), right_m, "shape_seq_d_k_swapped")
     return c
 
 
@@ -551,6 +560,11 @@ def _mha_cases():
     add("多了 batch 以外的一维", lambda x: _mha_ref(x)[None], "shape")
     add("别的 x 算的", lambda x: x["mha"](torch.zeros(1, 3, 8), causal_mask(3)), "values")
     add("没填", lambda x: None, "not_filled")
+    # r36b 的 F5
+    add("K 也用了 W_Q（复制粘贴）", lambda x: _mha_ref(x, k_layer="W_Q"), "k_from_w_q")
+    add("拆头交错，合并照常", lambda x: _mha_ref(x, split="interleaved"), "split_interleaved")
+    add("merged_h @ mha.W_O.weight", lambda x: hand(x, out=lambda m: m @ x["mha"].W_O.weight), "w_o_raw_weight")
+    add("一个 8 维的头，除以 √8", lambda x: _mha_ref(x, single_head=True, scale="d_model"), "single_head_by_d_model")
     return c
 
 
@@ -621,6 +635,11 @@ def _ln_cases():
     add("没填", lambda x: None, "not_filled")
     add("h = h * 100 之后再算（ε 不起作用了，看起来像没加 ε）", lambda x: _ln_ref({**x, "h": x["h"] * 100}), "no_eps",
         lambda x: {"h": x["h"] * 100})
+    # r36b 的 F5
+    add("(h - μ) / h.std(…)", lambda x: x["gamma"] * (x["h"] - x["h"].mean(-1, keepdim=True))
+        / x["h"].std(-1, keepdim=True) + x["beta"], "std_unbiased_no_eps")
+    add("(γ·(h − μ) + β) / √(方差 + ε)", lambda x: (x["gamma"] * (x["h"] - x["h"].mean(-1, keepdim=True)) + x["beta"])
+        / torch.sqrt(x["h"].var(-1, keepdim=True, unbiased=False) + 1e-5), "beta_before_divide")
     return c
 
 
@@ -676,6 +695,23 @@ def _block_cases():
     add("少了一维", lambda x: _block_ref(x)[0], "shape")
     add("半精度", lambda x: _block_ref(x).half(), "dtype")
     add("没填", lambda x: None, "not_filled")
+    # r36b 的 F5
+    def post(x, first, second):
+        b, m = x["block"], causal_mask(3)
+        return first(b, m, x["x"]) if second is None else second(b, first(b, m, x["x"]))
+
+    std1 = lambda b, m, t: b.ln_attn(t + b.attn(t, m))
+    add("ln_attn 做了两次", lambda x: post(x, lambda b, m, t: b.ln_attn(std1(b, m, t)),
+                                          lambda b, x1: b.ln_ffn(x1 + b.ffn(x1))), "ln_attn_applied_twice")
+    add("残差加回 LN 之前的和", lambda x: (lambda b, m: (lambda s1: b.ln_ffn(s1 + b.ffn(b.ln_attn(s1))))(
+        x["x"] + b.attn(x["x"], m)))(x["block"], causal_mask(3)), "residual_before_norm")
+    add("FFN 之前又做了 ln_ffn", lambda x: post(x, std1, lambda b, x1: b.ln_ffn(x1 + b.ffn(b.ln_ffn(x1)))),
+        "extra_norm_before_ffn")
+    add("第一个子层 Pre-LN、第二个 Post-LN",
+        lambda x: post(x, lambda b, m, t: b.ln_attn(t + b.attn(b.ln_attn(t), m)),
+                       lambda b, x1: b.ln_ffn(x1 + b.ffn(x1))), "pre_ln_first_sublayer")
+    add("对的 Post-LN 之后又加了 x",
+        lambda x: post(x, std1, lambda b, x1: b.ln_ffn(x1 + b.ffn(x1))) + x["x"], "extra_outer_residual")
     return c
 
 

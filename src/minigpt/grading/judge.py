@@ -25,11 +25,10 @@ from .submission import code_cells, read_submission
 from .results import CHECKER_ERRORS, ExerciseResult, Problem, SubmissionResult, limits_record
 
 ANSWER_NAMES = sorted({n for e in EXERCISES for n in e.answers})
-# 也记下学生手里的题目数据（模块除外：探针只写得出它的替身）：
+# 也记下学生手里的题目数据（模块 mha、block 记下它们的参数）：
 # 一道题答错时，若它的数据在它自己的单元运行完时已被改动，
 # 批改的说明和笔记本里一样，以“注意：你改动了题目给的 …”开头
-GIVEN_TRACKED = sorted(n for e in EXERCISES for n in e.given
-                       if not isinstance(exercise_inputs()[n], torch.nn.Module))
+GIVEN_TRACKED = sorted(n for e in EXERCISES for n in e.given)
 TRACKED_NAMES = sorted(set(ANSWER_NAMES) | set(GIVEN_TRACKED))
 
 # 批改程序用线程同时批改几份提交（--jobs）。判分这一步会动整个进程共用的状态：
@@ -130,15 +129,22 @@ def _states(exercise, history) -> list[tuple[int, dict]]:
     return out[-MAX_STATES:]
 
 
-def _earlier_pass(exercise, history, inputs: dict):
+def _earlier_pass(exercise, history, inputs: dict, cells: list[dict] = ()):
     """答案现在不对、以前对过：(对的那一刻之后的单元, 改动它的单元, 改了哪些变量, 通过时的消息)，
-    单元都从 0 数；没有对过（或没有各单元的记录）时返回 None。"""
+    单元都从 0 数；没有对过（或没有各单元的记录）时返回 None。
+
+    对了之后的改动里，有一个是这道题的单元有意做的（_on_purpose），“改动它的单元”就是最后那样一个：
+    批改照最终值判（r36b F1：别的单元先 del 了答案，这道题的单元后来又赋了错的值，不能按 del 之前的值给分）。
+    否则是对了之后的第一个改动。"""
     states = _states(exercise, history)
     for i in range(len(states) - 2, -1, -1):
         cell, values = states[i]
         verdict = _verdict(exercise, values, inputs)
         if verdict.status == "passed":
             changed_in, after = states[i + 1]
+            purposeful = [(c, v) for c, v in states[i + 1:] if _on_purpose(cells, exercise, c)]
+            if purposeful:
+                changed_in, after = purposeful[-1][0], states[-1][1]
             names = [n for n in exercise.answers if after[n] is not values[n]]
             return cell, changed_in, names, verdict.message
     return None
@@ -209,7 +215,7 @@ def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Pr
     verdict = _verdict(exercise, answers, inputs)
     if verdict.status == "passed":
         return verdict
-    earlier = _earlier_pass(exercise, history, inputs)
+    earlier = _earlier_pass(exercise, history, inputs, cells)
     if earlier is not None:
         passed_after, changed_in, names, message = earlier
         listed = listing(names)

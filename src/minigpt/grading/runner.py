@@ -28,10 +28,14 @@ import sys
 import time
 from pathlib import Path
 
-from ..answer_format import AnswerFileError, answers_from_output, new_nonce, parse_json, probe_source
+from ..answer_format import (KEY_MARKER, AnswerFileError, new_nonce, parse_json,
+                             probe_request, signed_answers)
 
 MAX_RESTARTS = 3  # 一份笔记本最多换几次内核（超时、崩溃），之后剩下的单元不再运行
-WARM_UP = "import torch, minigpt.homework, minigpt.data, minigpt.attention"
+# 预热单元：学生的代码运行之前导入好 torch 和本包，并装好探针（answer_format.install_kernel_probe），
+# 它抽的密钥打印在这个单元的输出里，只有 runner 读得到
+WARM_UP = ("import torch, minigpt.homework, minigpt.data, minigpt.attention, minigpt.answer_format\n"
+           f"print({KEY_MARKER!r} + minigpt.answer_format.install_kernel_probe())")
 PROBE_TIMEOUT = 60
 STEP_PROBE_TIMEOUT = 10      # 每个学生单元之后的小探针（记下答案变量有没有变）最多这么多秒
 STEP_PROBE_BUDGET = 30       # 小探针合计最多这么多秒，之后不再探（不影响最后的探针和判分）
@@ -205,6 +209,7 @@ class NotebookRun:
         self.fallback: tuple[int, dict, list] | None = None
         self._recorded: tuple[int, dict, list] | None = None
         self.final_nonce = ""             # 最后的探针这次用的 nonce（见 answer_format.new_nonce）
+        self.key = ""                     # 这个内核里探针的密钥（预热单元交回）
 
     # ------------------------------------------------------------ 整体
 
@@ -286,9 +291,6 @@ class NotebookRun:
 
         cells = [nbformat.v4.new_code_cell(WARM_UP)]
         cells += [nbformat.v4.new_code_cell(s) for s in self.sources]
-        self.final_nonce = new_nonce()
-        cells.append(nbformat.v4.new_code_cell(
-            probe_source(self.names, self.final_nonce, to_kernel=True)))
         return cells
 
     def _not_run(self, exception: str | None, message: str) -> None:
@@ -310,6 +312,11 @@ class NotebookRun:
         if _error_of(cell):
             ename, evalue = _error_of(cell)
             raise KernelStartError(f"内核里导入 torch 和 minigpt 失败：{ename}: {evalue}")
+        text = _stream_text(cell)
+        cell["outputs"] = []
+        if KEY_MARKER not in text:
+            raise KernelStartError("内核里装探针失败")
+        self.key = text.split(KEY_MARKER, 1)[1].split("\n", 1)[0].strip()
 
     async def _student_cells(self, client, km, cells, attempt: _Attempt) -> None:
         for n in range(len(self.sources)):
@@ -388,17 +395,13 @@ class NotebookRun:
         """第 n 个学生单元之后的小探针：记下哪些答案变量变了。探针超时就不再探（内核打断后照常往下）。"""
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-        import nbformat
-
         left = STEP_PROBE_BUDGET - self.snapshots.seconds
         if not self.snapshots.open or left <= 0:
             return
         nonce = new_nonce()
-        cell = nbformat.v4.new_code_cell(probe_source(self.names, nonce, to_kernel=True))
-        client.timeout = max(1, math.ceil(min(STEP_PROBE_TIMEOUT, left)))
         began = time.monotonic()
         try:
-            await client.async_execute_cell(cell, len(self.sources) + 1, store_history=False)
+            text = await self._probe(client, km, nonce, min(STEP_PROBE_TIMEOUT, left))
         except CellTimeoutError:
             self.snapshots.close()
             await km.interrupt_kernel()
@@ -410,17 +413,48 @@ class NotebookRun:
             return
         finally:
             self.snapshots.seconds += time.monotonic() - began
-        self.snapshots.add(n + 1, _stream_text(cell), nonce)
+        self.snapshots.add(n + 1, text, self.key, nonce)
 
     async def _final_probe(self, client, cells, attempt: _Attempt) -> str | None:
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-        client.timeout = PROBE_TIMEOUT
+        self.final_nonce = new_nonce()
         try:
-            await client.async_execute_cell(cells[-1], len(cells) - 1)
+            return await self._probe(client, client.km, self.final_nonce, PROBE_TIMEOUT)
         except (CellTimeoutError, DeadKernelError):
             return None
-        return _stream_text(cells[-1])
+
+    async def _probe(self, client, km, nonce: str, timeout: float) -> str:
+        """运行一次探针，返回它送出的文字。发的是 comm_open 消息：内核直接调用预热时登记的探针，
+        不经过输入转换器、AST 转换器、各种事件钩子（见 answer_format.install_kernel_probe）。"""
+        import queue
+
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        kc = client.kc
+        msg = kc.session.msg(*probe_request(self.names, nonce))
+        kc.shell_channel.send(msg)
+        msg_id = msg["header"]["msg_id"]
+        deadline = time.monotonic() + timeout
+        texts, idle = [], False
+        while not idle:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CellTimeoutError(f"探针超过 {timeout:g} 秒")
+            if not await km.is_alive():
+                raise DeadKernelError("探针运行时内核退出了")
+            try:
+                msg = await kc.get_iopub_msg(timeout=min(1.0, left))
+            except queue.Empty:
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if msg.get("msg_type") == "stream":
+                texts.append(str(msg["content"].get("text", "")))
+            elif (msg.get("msg_type") == "status"
+                  and msg["content"].get("execution_state") == "idle"):
+                idle = True
+        return "".join(texts)
 
 
 def nbformat_notebook(cells):
@@ -457,9 +491,9 @@ class Snapshots:
     def restart(self) -> None:
         self.items, self.last, self.used, self.at = [], {}, 0, 0
 
-    def add(self, cell: int, text: str, nonce: str = "") -> None:
+    def add(self, cell: int, text: str, key: str, nonce: str) -> None:
         try:
-            raw = parse_json(answers_from_output(text, nonce))
+            raw = parse_json(signed_answers(text, key, nonce))
         except AnswerFileError:
             return
         if not isinstance(raw, dict):
@@ -486,7 +520,7 @@ async def run_cells(sources: list[str], workdir: Path, names: list[str],
     """运行学生的代码单元：(问题列表, 探针单元的输出文字或 None, 每个单元之后答案的变化)。"""
     run = NotebookRun(sources, workdir, names, timeout, notebook_timeout, limits, watch, own_uid)
     problems, probed = await run.run()
-    return problems, probed, run.snapshots, run.fallback, run.final_nonce
+    return problems, probed, run.snapshots, run.fallback, (run.key, run.final_nonce)
 
 
 def _others(uid: int | None = None) -> list[int]:
@@ -615,7 +649,7 @@ def main(argv: list[str] | None = None) -> int:
             result["snapshots"], result["answers_after_cell"] = items, after
         if probed is not None:
             try:
-                result["answers"] = parse_json(answers_from_output(probed, nonce))
+                result["answers"] = parse_json(signed_answers(probed, *nonce))
             except AnswerFileError as err:
                 result["answers_problem"] = str(err).replace("结果文件", "答案")
     except KernelStartError as err:

@@ -89,6 +89,13 @@ def clean_env(python_bin: Path) -> dict[str, str]:
     }
 
 
+def interpreter() -> str:
+    """沙箱里运行的 Python：本解释器的路径，所在目录取真实路径（r36b F7：``../venv/bin/python`` 里的 ``..``
+    在沙箱里走不通），文件名不跟随符号链接（虚拟环境的 bin/python 是指向基础解释器的链接，跟过去就出了虚拟环境）。"""
+    exe = Path(os.path.abspath(sys.executable))
+    return str(exe.parent.resolve() / exe.name)
+
+
 def _python_paths() -> list[Path]:
     """沙箱里要只读挂上的 Python：解释器前缀、虚拟环境、sys.path 上的目录和 minigpt 包本身。"""
     import minigpt
@@ -119,7 +126,7 @@ def bwrap_command(limits: Limits, as_root: bool) -> list[str]:
            "--hostname", "sandbox", "--clearenv"]
     if not as_root:
         cmd += ["--unshare-user", "--uid", "1000", "--gid", "1000", "--disable-userns"]
-    for name, value in clean_env(Path(sys.executable).parent).items():
+    for name, value in clean_env(Path(interpreter()).parent).items():
         cmd += ["--setenv", name, value]
     cmd += ["--ro-bind", "/usr", "/usr"]
     for top in ("bin", "lib", "lib32", "lib64", "sbin"):
@@ -157,7 +164,7 @@ def unavailable() -> str | None:
     if shutil.which("bwrap") is None:
         return f"没有找到沙箱程序 bubblewrap（命令 bwrap）。安装它：{INSTALL_HINT}"
     cmd = bwrap_command(Limits(), os.getuid() == 0)
-    cmd += [sys.executable, "-c", "import nbclient, ipykernel, jupyter_client, minigpt"]
+    cmd += [interpreter(), "-c", "import nbclient, ipykernel, jupyter_client, minigpt"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
                               stdin=subprocess.DEVNULL)
@@ -165,6 +172,10 @@ def unavailable() -> str | None:
         return f"沙箱 bubblewrap 启动不了：{err}"
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["（没有输出）"])[-1][:200]
+        if "execvp" in tail or "No such file or directory" in tail:
+            return (f"沙箱 bubblewrap 起来了，但在沙箱里找不到批改用的 Python：{tail}。"
+                    f"沙箱里只挂上了 Python 的安装目录（{interpreter()}）；请用 Python 的完整路径"
+                    "启动批改程序（或者激活虚拟环境后运行 python -m minigpt.grade），而不是加 --no-sandbox")
         return (f"沙箱 bubblewrap 在这台机器上启动不了：{tail}。常见原因是内核不允许普通用户"
                 "建用户命名空间（sysctl kernel.unprivileged_userns_clone=1，或 Ubuntu 的 "
                 "kernel.apparmor_restrict_unprivileged_userns=0）")
@@ -197,7 +208,7 @@ def host_pidns() -> str:
 
 def runner_command(workdir: str, limits: Limits, uid: int | None,
                    sandboxed: bool) -> list[str]:
-    cmd = [sys.executable, "-m", "minigpt.grading.runner",
+    cmd = [interpreter(), "-m", "minigpt.grading.runner",
            "--timeout", f"{limits.timeout:g}", "--notebook-timeout", f"{limits.notebook_timeout:g}",
            "--memory", str(limits.memory), "--processes", str(limits.processes),
            "--disk", str(limits.disk), "--workdir", workdir]
@@ -291,7 +302,7 @@ def run(request: bytes, limits: Limits, sandboxed: bool, base: Path) -> RunOutco
         cmd = runner_command(str(work), limits, None, False)
         if account is not None:
             cmd.append("--own-account")
-        env = clean_env(Path(sys.executable).parent)
+        env = clean_env(Path(interpreter()).parent)
         env["HOME"] = env["TMPDIR"] = str(base)
         for k in ("JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
             env[k] = str(base / k.lower())

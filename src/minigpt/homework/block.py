@@ -129,6 +129,49 @@ DIAGNOSES = (
 )
 
 
+def _variant(kind: str):
+    """Post-LN 的几种走样（r36b 的 w5b_66–71）：LayerNorm 做了两次、残差用了 LayerNorm 之前的和、
+    FFN 前又做了一次 LayerNorm、只有第一个子层是 Pre-LN、最后多加了一个残差 x。"""
+    def run(c):
+        x, block = c.x, c.block
+        n = x.shape[-2]
+        mask = torch.ones(n, n, dtype=torch.bool).tril()
+        ln1, ln2, attn, ffn = block.ln_attn, block.ln_ffn, block.attn, block.ffn
+        with torch.no_grad():
+            if kind == "ln_attn_applied_twice":
+                x1 = ln1(ln1(x + attn(x, mask)))
+                return ln2(x1 + ffn(x1))
+            s1 = x + attn(x, mask)
+            x1 = ln1(s1)
+            if kind == "residual_before_norm":
+                return ln2(s1 + ffn(x1))
+            if kind == "extra_norm_before_ffn":
+                return ln2(x1 + ffn(ln2(x1)))
+            if kind == "pre_ln_first_sublayer":
+                x1 = ln1(x + attn(ln1(x), mask))
+                return ln2(x1 + ffn(x1))
+            return ln2(x1 + ffn(x1)) + x      # extra_outer_residual
+    return run
+
+
+DIAGNOSES += (
+    Diagnosis("ln_attn_applied_twice", _variant("ln_attn_applied_twice"),
+              "第一个子层像是做了两次 LayerNorm：ln_attn(ln_attn(x + 注意力))。每个子层只在加回之后做一次"),
+    Diagnosis("residual_before_norm", _variant("residual_before_norm"),
+              "第二个子层的残差像是加回了 LayerNorm 之前的和（x + 注意力）：Post-LN 里 FFN 子层的输入和残差"
+              "都是第一个子层 LayerNorm 之后的 x1：ln_ffn(x1 + ffn(x1))"),
+    Diagnosis("extra_norm_before_ffn", _variant("extra_norm_before_ffn"),
+              "FFN 之前像是又做了一次 LayerNorm（Pre-LN 和 Post-LN 混在了一起）：Post-LN 里 FFN 直接读 x1，"
+              "ln_ffn 只在加回之后做：ln_ffn(x1 + ffn(x1))"),
+    Diagnosis("pre_ln_first_sublayer", _variant("pre_ln_first_sublayer"),
+              "第一个子层像是写成了 Pre-LN（注意力读的是 ln_attn(x)），第二个却是 Post-LN：这道题两个子层都是 "
+              "Post-LN，注意力直接读 x，加回之后再 LayerNorm"),
+    Diagnosis("extra_outer_residual", _variant("extra_outer_residual"),
+              "最后像是多加了一个残差 x：Post-LN 的两个残差都已在各自的子层里加过，"
+              "block_out 就是 ln_ffn(x1 + ffn(x1))"),
+)
+
+
 class _Data:
     def __init__(self, x, block):
         self.x, self.block = x.detach(), block

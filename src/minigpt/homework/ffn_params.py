@@ -92,10 +92,14 @@ def _total_rows(w1: int, w2: int, h: int, f: int):
     )
 
 
+# 已经收住一句的结尾字符（英文版只有 .?!：英文里以 “)” 结尾的，例如 “int(...)”，还要补句号）
+SENTENCE_ENDS = "。？！）"
+
+
 def _sentence(text: str) -> str:
-    """一条提示收成一句：结尾没有句号、问号时补一个句号。"""
+    """一条提示收成一句：结尾没有句号、问号时补一个句号（r36b F8：英文里几条提示连起来时没有句号）。"""
     text = text.rstrip()
-    return text if text.endswith(("。", "？", "！", "）")) else text + "。"
+    return text if text and text[-1] in SENTENCE_ENDS else text + "。"
 
 
 def _layer_problem(name: str, got: int, right: int, layer: str,

@@ -151,8 +151,8 @@ def judge_tensor(value, name: str, truth: torch.Tensor, diagnoses, ctx, *, what:
         raise HomeworkWrong(f"{name} 里有 NaN：{after_colon(row.message)}", row.name) from None
     if got.shape != truth.shape:
         hint = next(((n, h) for n, shape, h in shapes if tuple(got.shape) == tuple(shape)), None)
-        raise HomeworkWrong(f"检查 {name} 的形状：应该是 {tuple(truth.shape)}，收到 {tuple(got.shape)}。"
-                            + (hint[1] if hint else ""), hint[0] if hint else "shape")
+        raise HomeworkWrong((f"检查 {name} 的形状：应该是 {tuple(truth.shape)}，收到 {tuple(got.shape)}。"
+                             + (hint[1] if hint else "")).rstrip(), hint[0] if hint else "shape")
     if not torch.isfinite(got).all():
         raise HomeworkWrong(f"{name} 里有无穷大：检查计算过程（遮蔽的 -inf 只该出现在 softmax 之前）",
                             "inf")

@@ -57,6 +57,14 @@ def _ln(**kw):
     return lambda c: layer_norm_by_steps(c.h, c.gamma, c.beta, c.eps, **kw)
 
 
+def _beta_before_divide(c):
+    """(γ·(h − μ) + β) / √(方差 + ε)：β 加在了除法之前。"""
+    h = c.h.double()
+    mu = h.mean(dim=-1, keepdim=True)
+    var = h.var(dim=-1, keepdim=True, unbiased=False)
+    return (c.gamma.double() * (h - mu) + c.beta.double()) / torch.sqrt(var + c.eps)
+
+
 DIAGNOSES = (
     Diagnosis("no_affine", _ln(affine="none"),
           "像是忘了 γ 和 β：标准化之后还要乘 gamma、加 beta（它们是可学习的参数）"),
@@ -105,6 +113,16 @@ DIAGNOSES = (
     Diagnosis("block_ln_ffn", lambda c: c.block_norm("ln_ffn"),
               "像是用了 block.ln_ffn(h)：那是作业 5（二）里 Block 的 LayerNorm，γ、β 不是这一题给的。"
               "用题目给的 gamma、beta、eps 亲手算"),
+)
+
+DIAGNOSES += (
+    Diagnosis("std_unbiased_no_eps", _ln(unbiased=True, eps_where="none"),
+              "像是除以了 h.std(…)：它默认是无偏的标准差（除以 n − 1），而且没有加 ε。"
+              "LayerNorm 用有偏的方差（除以 n），再加 ε 开平方：torch.sqrt(h.var(dim=-1, keepdim=True, "
+              "unbiased=False) + eps)"),
+    Diagnosis("beta_before_divide", _beta_before_divide,
+              "β 像是加在了除法之前：(γ·(h − μ) + β) / √(方差 + ε)。先标准化 (h − μ) / √(方差 + ε)，"
+              "再乘 γ、加 β"),
 )
 
 

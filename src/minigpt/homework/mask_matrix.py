@@ -72,7 +72,7 @@ def judge_causal_mask(mask, seq_len) -> str:
     if n < 1:
         raise HomeworkWrong(f"题目给的 seq_len 应该是正整数，现在是 {n}："
                             "请重新运行上面给出数据的单元", "given")
-    m = to_tensor(mask, "mask", f"{n}×{n} 的张量（1 = 可以看，0 = 遮住）")
+    m = to_tensor(mask, "mask", f" {n}×{n} 的张量（1 = 可以看，0 = 遮住）")
     if tuple(m.shape) != (n, n):
         extra = ("：多了长度为 1 的维度，这一问只要二维的方阵"
                  if tuple(m.squeeze().shape) == (n, n) and m.dim() > 2 else "")

@@ -38,7 +38,7 @@ def mha_by_steps(x: torch.Tensor, mha, *, mask: str = "right", fill: float = NEG
                  swap_qk: bool = False, same_projection: bool = False, w_o_per_head: bool = False,
                  single_head: bool = False, residual: bool = False, softmax: bool = True,
                  weights_transposed: bool = False, no_bias_in: tuple = (), no_transpose_in: tuple = (),
-                 v_layer: str = "W_V", w_o_bias_only: bool = False,
+                 v_layer: str = "W_V", k_layer: str = "W_K", w_o_bias_only: bool = False,
                  scale_after_softmax: bool = False) -> torch.Tensor:
     """按第 4 节的步骤算多头注意力；每个关键字参数都可以换成一种典型的错误做法（诊断表用它）。"""
     b, n, d = x.shape
@@ -55,9 +55,11 @@ def mha_by_steps(x: torch.Tensor, mha, *, mask: str = "right", fill: float = NEG
     def part(t):  # [b, n, d] → [b, h, n, d_k]
         if split == "no_transpose":
             return t.reshape(b, h, n, d_k)
+        if split == "interleaved":     # view 成 [batch, seq, d_k, heads]：每个头隔几维取一个
+            return t.view(b, n, d_k, h).permute(0, 3, 1, 2)
         return t.view(b, n, h, d_k).transpose(1, 2)
 
-    w_k = "W_Q" if same_projection else "W_K"
+    w_k = "W_Q" if same_projection else k_layer
     w_v = "W_Q" if same_projection else v_layer
     q, k = part(lin("W_Q", x)), part(lin(w_k, x))
     v = part(lin(w_v, x)) if project_v else part(x)
@@ -168,6 +170,17 @@ DIAGNOSES += tuple(
               f"x @ weight.T + bias。直接调用 mha.{name}(…) 最稳妥")
     for name in ("W_Q", "W_K", "W_V", "W_O")) + (
     Diagnosis("v_from_w_k", _m(v_layer="W_K"), "V 像是用 mha.W_K 算的：K 用 mha.W_K，V 用 mha.W_V"),
+    Diagnosis("k_from_w_q", _m(k_layer="W_Q"),
+              "K 像是用 mha.W_Q 算的（复制那一行时忘了改？）：Q 用 mha.W_Q，K 用 mha.W_K"),
+    Diagnosis("split_interleaved", _m(split="interleaved"),
+              "拆头时每个头拿到的不是连着的 d_k 维，而是隔几个取一个（头交错了）：像是 view 成了 "
+              "[batch, seq, d_k, heads]。先 view 成 [batch, seq, heads, d_k]，再 transpose(1, 2)"),
+    Diagnosis("w_o_raw_weight", _m(no_transpose_in=("W_O",), no_bias_in=("W_O",)),
+              "输出投影像是直接乘了 mha.W_O.weight：既没有转置，也没有加偏置。nn.Linear 算的是 "
+              "x @ weight.T + bias，直接调用 mha.W_O(…) 最稳妥"),
+    Diagnosis("single_head_by_d_model", _m(single_head=True, scale="d_model"),
+              "像是只用了一个头：没有拆成各头，整个 d_model 维一起算注意力，还除以了 √d_model。"
+              "要把 Q、K、V 拆成 [batch, heads, seq, d_k]，每个头各算各的，分数除以 √d_k"),
     Diagnosis("w_o_bias_only", _m(w_o_bias_only=True),
               "像是只加了 W_O 的偏置，没有乘它的权重：输出投影要整个过一次 mha.W_O(…)"),
     Diagnosis("scaled_by_num_heads", _m(scale="num_heads"),

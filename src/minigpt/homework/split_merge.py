@@ -59,11 +59,24 @@ def judge_split_merge(heads, merged, x, num_heads) -> str:
         ("shape_no_transpose", (c.b, c.n, c.h, c.d_k),
          "这是 view 之后、transpose 之前的样子：还要 transpose(1, 2)，把头的维度换到 seq 前面"),
         ("shape_not_split", (c.b, c.n, c.d), "还没有拆开：heads 是四维的 [batch, heads, seq, d_k]"),
+        ("shape_heads_d_k_swapped", (c.b, c.d_k, c.n, c.h),
+         f"头数和每头的维数像是弄反了：拆成了 {c.d_k} 个头、每个 {c.h} 维。"
+         f"view 成 [batch, seq, heads, d_k]，也就是 ({c.b}, {c.n}, {c.h}, {c.d_k})，再 transpose(1, 2)"),
+        ("shape_wrong_transpose", (c.b, c.n, c.d_k, c.h),
+         "transpose 像是换错了维：view 成 [batch, seq, heads, d_k] 之后，要换的是 seq 和 heads，即 transpose(1, 2)"),
+        ("shape_seq_d_k_swapped", (c.b, c.h, c.d_k, c.n),
+         "最后两维像是换了位置（seq 和 d_k）：heads 应是 [batch, heads, seq, d_k]；"
+         "是不是之后又对 heads 做了一次 transpose？"),
+        ("shape_no_batch", (c.h, c.n, c.d_k),
+         "像是丢了 batch 这一维：x 是 [batch, seq, d_model]，heads 要保留它，是四维的 [batch, heads, seq, d_k]"),
     ))
     judge_tensor(merged, "merged", c.x, MERGE_DIAGNOSES, c, what=f"形状 {(c.b, c.n, c.d)} 的浮点张量", shapes=(
         ("merge_not_flattened", (c.b, c.n, c.h, c.d_k),
          "transpose 之后还要把最后两维 [heads, d_k] 接成一维：.contiguous().view(batch, seq, d_model)"),
         ("merge_shape_heads_first", shape4, "这还是拆开的样子：合并的结果是三维的 [batch, seq, d_model]"),
+        ("merge_cat_along_seq", (c.b, c.h * c.n, c.d_k),
+         "各头像是沿 seq 那一维接了起来：每个 token 的各头结果要沿最后一维接成 d_model 维，"
+         "torch.cat(…, dim=-1)，或者 transpose(1, 2) 之后 reshape"),
     ))
     return passed(4, f"heads 的形状是 {shape4}，第 h 个头拿的是第 h·{c.d_k} 维起的 {c.d_k} 维；"
                      "merged 和 x 一模一样")

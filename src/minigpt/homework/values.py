@@ -143,8 +143,12 @@ def count(value, name: str, *, given: bool = False) -> int:
     if isinstance(value, numbers.Real):
         raise HomeworkWrong(
             f"{where} 必须是整数：参数个数是数出来的，"
-            f"收到的是浮点数 {value!r}（{type_name(value)}）。"
+            + (f"收到的是浮点数 {value!r}。" if type(value) is float
+               else f"收到的是浮点数 {value!r}（{type_name(value)}）。") +
             "计数只用整数的 * 和 +；若用了除法，换成 // 或 int(...)", "float_count")
+    if type(value).__name__ == "int":   # 探针读不回的大整数（≥ 2**63，r36b F9）
+        raise HomeworkWrong(f"{where} 是一个太大的整数（绝对值不小于 2**63）：参数个数没有这么多，"
+                            "检查是不是乘了不该乘的数", "type")
     raise HomeworkWrong(f"{where} 应该是一个整数，收到的是 {type_name(value)}："
                         f"{short(value)}", "type")
 
