@@ -27,8 +27,10 @@ class AnswerFileError(Exception):
 
 
 MARKER = "MINIGPT-GRADE-ANSWERS:"
-# 打印答案的探针（检查器、测试用）可以在标记后面加一个随机数（nonce）：带这个 nonce 的行只能有一行。
-# 批改程序不靠它：批改用的探针另有标记 KERNEL_MARKER，每一行都带 HMAC 签名（见 install_kernel_probe）。
+# 打印答案的探针（检查器、测试用）可以在标记后面加一个随机数（nonce）：带这个 nonce
+# 的行只能有一行。
+# 批改程序不靠它：批改用的探针另有标记 KERNEL_MARKER，每一行都带 HMAC 签名（见
+# install_kernel_probe）。
 
 
 def new_nonce() -> str:
@@ -36,10 +38,13 @@ def new_nonce() -> str:
 
     return secrets.token_hex(16)
 
-# 把答案变量写成纯数据（只含数字、字符串、列表和张量的数据）。批改时它在学生的内核里运行：
-# make_converter 在预热单元里、学生的代码运行之前调用一次，用到的内置函数、torch 的函数和属性都在那时取好
+# 把答案变量写成纯数据（只含数字、字符串、列表和张量的数据）。
+# 批改时它在学生的内核里运行：
+# make_converter 在预热单元里、学生的代码运行之前调用一次，用到的内置函数、torch
+# 的函数和属性都在那时取好
 # （学生之后改 builtins、torch.Tensor 的方法、sys.modules["json"] 都碍不着它）；
-# 张量在 DisableTorchFunction 之下读（子类的 __torch_function__ 不运行），稀疏等布局先转成普通张量。
+# 张量在 DisableTorchFunction 之下读（子类的 __torch_function__ 不运行），
+# 稀疏等布局先转成普通张量。
 # 一个变量读不出来（对象很古怪），只有它成了“看不懂的值”，别的变量照常读。
 
 
@@ -50,14 +55,17 @@ def make_converter(limit: int = MAX_ELEMENTS, max_depth: int = MAX_DEPTH):
     import torch
 
     (abs, Exception, len, list, min, repr, str, tuple, type, issubclass, dict) = (
-        b.abs, b.Exception, b.len, b.list, b.min, b.repr, b.str, b.tuple, b.type, b.issubclass, b.dict)
+        b.abs, b.Exception, b.len, b.list, b.min, b.repr, b.str, b.tuple, b.type,
+        b.issubclass, b.dict)
     base = torch._C.TensorBase
-    Tensor, no_torch_function, strided = torch.Tensor, torch._C.DisableTorchFunction, torch.strided
+    Tensor, strided = torch.Tensor, torch.strided
+    no_torch_function = torch._C.DisableTorchFunction
     detach, as_subclass, to_dense, cpu, reshape, tolist, numel, dim = (
-        base.detach, base.as_subclass, base.to_dense, base.cpu, base.reshape, base.tolist,
-        base.numel, base.dim)
+        base.detach, base.as_subclass, base.to_dense, base.cpu, base.reshape,
+        base.tolist, base.numel, base.dim)
     get_dtype, get_layout, get_shape, get_device = (
-        base.dtype.__get__, base.layout.__get__, base.shape.__get__, base.device.__get__)
+        base.dtype.__get__, base.layout.__get__, base.shape.__get__,
+        base.device.__get__)
     from_numpy = torch.from_numpy
     Module, state_dict = torch.nn.Module, torch.nn.Module.state_dict
     ok = frozenset(DTYPES)
@@ -77,10 +85,12 @@ def make_converter(limit: int = MAX_ELEMENTS, max_depth: int = MAX_DEPTH):
                 dtype = str(get_dtype(v)).replace("torch.", "")
                 shape = tuple(get_shape(v))
                 if get_device(v).type == "meta":
-                    return {"kind": "opaque", "type": "Tensor", "repr": "meta 设备上的张量（没有数据）"}
+                    return {"kind": "opaque", "type": "Tensor",
+                            "repr": "meta 设备上的张量（没有数据）"}
                 count = numel(v)
                 if dtype not in ok or count > min(limit, budget[0]) or dim(v) > 8:
-                    return {"kind": "opaque", "type": "Tensor", "repr": f"tensor(形状 {shape}，{dtype})"}
+                    return {"kind": "opaque", "type": "Tensor",
+                            "repr": f"tensor(形状 {shape}，{dtype})"}
                 budget[0] -= count
                 return {"kind": "tensor", "dtype": dtype, "shape": list(shape),
                         "data": tolist(reshape(cpu(v), (-1,)))}
@@ -102,13 +112,16 @@ def make_converter(limit: int = MAX_ELEMENTS, max_depth: int = MAX_DEPTH):
             if issubclass(type(v), Tensor):
                 return tensor(v)
             if issubclass(type(v), Module) and depth == 0:
-                # 题目给的 mha、block：记下参数，批改程序才说得出“你改动了题目给的 mha”（r36b F4）
+                # 题目给的 mha、block：记下参数，批改程序才说得出“你改动了题目给的
+                # mha”（r36b F4）
                 state = {}
                 for name, t in state_dict(v).items():
-                    if len(state) >= MAX_MODULE_ENTRIES or not issubclass(type(t), Tensor):
+                    if (len(state) >= MAX_MODULE_ENTRIES
+                            or not issubclass(type(t), Tensor)):
                         return opaque(v, "（模块太大，没有取回）")
                     state[str(name)[:80]] = tensor(t)
-                return {"kind": "module", "type": type(v).__name__[:40], "state": state}
+                return {"kind": "module", "type": type(v).__name__[:40],
+                        "state": state}
             if type(v) is bool:
                 return {"kind": "bool", "value": v}
             if type(v) is int:
@@ -121,7 +134,8 @@ def make_converter(limit: int = MAX_ELEMENTS, max_depth: int = MAX_DEPTH):
                 return {"kind": "str", "value": v[:200]}
             if (type(v) in (list, tuple) and depth < max_depth
                     and len(v) <= min(limit, budget[0])):
-                return {"kind": type(v).__name__, "items": [conv(x, depth + 1) for x in v]}
+                items = [conv(x, depth + 1) for x in v]
+                return {"kind": type(v).__name__, "items": items}
             try:
                 text = repr(v)[:80]
                 if type(text) is not str:
@@ -146,12 +160,14 @@ def make_converter(limit: int = MAX_ELEMENTS, max_depth: int = MAX_DEPTH):
 
 
 def make_dumps():
-    """写 JSON（和 json.dumps 的默认格式相同）；只用预先取好的 C 函数，学生改 json 模块碍不着它。"""
+    """写 JSON（和 json.dumps 的默认格式相同）；只用预先取好的 C 函数，学生改 json
+    模块碍不着它。"""
     from json.encoder import encode_basestring_ascii as esc
     import builtins as b
 
     type, float_repr, int_repr, list, tuple, dict, str, TypeError = (
-        b.type, b.float.__repr__, b.int.__repr__, b.list, b.tuple, b.dict, b.str, b.TypeError)
+        b.type, b.float.__repr__, b.int.__repr__, b.list, b.tuple, b.dict, b.str,
+        b.TypeError)
     inf = b.float("inf")
 
     def dumps(o):
@@ -175,7 +191,8 @@ def make_dumps():
                 return "-Infinity"
             return float_repr(o)
         if t is dict:
-            return "{" + ", ".join([esc(k) + ": " + dumps(v) for k, v in dict.items(o)]) + "}"
+            pairs = [esc(k) + ": " + dumps(v) for k, v in dict.items(o)]
+            return "{" + ", ".join(pairs) + "}"
         if t is list or t is tuple:
             return "[" + ", ".join([dumps(x) for x in o]) + "]"
         raise TypeError(t.__name__)
@@ -183,13 +200,15 @@ def make_dumps():
     return dumps
 
 
-# 学生的代码里（检查器、测试）用的探针：打印到 sys.stdout（检查器、测试用 redirect_stdout 接住它）。
+# 学生的代码里（检查器、测试）用的探针：打印到 sys.stdout（检查器、测试用
+# redirect_stdout 接住它）。
 # 批改程序不用它，用的是 install_kernel_probe 装好的那个（见下）。
 PROBE = r"""
 def __minigpt_grade_probe(__names):
     import builtins as __b
     from minigpt.answer_format import make_converter, make_dumps
-    text = "\n" + %(marker)r + make_dumps()(make_converter()(__b.globals(), __names)) + "\n"
+    __a = make_converter()(__b.globals(), __names)
+    text = "\n" + %(marker)r + make_dumps()(__a) + "\n"
     __b.print(text, end="", flush=True)
 __minigpt_grade_probe(%(names)r)
 del __minigpt_grade_probe
@@ -197,34 +216,42 @@ del __minigpt_grade_probe
 
 
 # ---------------------------------------------------------------- 批改用的内核探针
-# 批改时，预热单元（学生的代码运行之前）调用 install_kernel_probe：它在内核里抽一把密钥（只交给 runner），
+# 批改时，预热单元（学生的代码运行之前）调用 install_kernel_probe：
+# 它在内核里抽一把密钥（只交给 runner），
 # 把读答案要用的一切（答案所在的字典、上面的转换函数、HMAC、内核送消息的函数）都取好。
-# 之后 runner 每次要答案，都发一条 comm_open 消息（目标 PROBE_TARGET）：内核直接调用这里登记的函数，
-# 不经过 IPython 的输入转换器、AST 转换器、pre/post_run_cell 和 pre/post_execute 事件、displayhook，
-# 探针也就不是一段学生的钩子改写得了的代码；消息里只有变量名和一次性的 nonce（防重放），没有秘密。
-# 探针经内核的消息通道送出“标记 + HMAC + JSON”；runner 用密钥核对 HMAC 和 nonce，对不上的一律不算。
-# 学生要伪造，只能把密钥从内核的内存里挖出来：这已经是刻意攻击批改程序本身，批改程序不作保证（见教师指南）。
+# 之后 runner 每次要答案，都发一条 comm_open 消息（目标 PROBE_TARGET）：
+# 内核直接调用这里登记的函数，
+# 不经过 IPython 的输入转换器、AST 转换器、pre/post_run_cell 和 pre/post_execute
+# 事件、displayhook，
+# 探针也就不是一段学生的钩子改写得了的代码；消息里只有变量名和一次性的 nonce（防重放）
+# ，没有秘密。
+# 探针经内核的消息通道送出“标记 + HMAC + JSON”；runner 用密钥核对 HMAC 和 nonce，
+# 对不上的一律不算。
+# 学生要伪造，只能把密钥从内核的内存里挖出来：这已经是刻意攻击批改程序本身，
+# 批改程序不作保证（见教师指南）。
 KERNEL_MARKER = "MINIGPT-GRADE-SIGNED:"
 KEY_MARKER = "MINIGPT-GRADE-KEY:"
 PROBE_TARGET = "minigpt_grade_probe"
 
 
 def install_kernel_probe() -> str:
-    """在批改用的内核里、学生的代码运行之前调用一次；返回密钥（十六进制），由 runner 从输出里读走。"""
+    """在批改用的内核里、学生的代码运行之前调用一次；返回密钥（十六进制），由 runner
+    从输出里读走。"""
     import _hashlib
     import secrets
     import sys
 
-    from IPython import get_ipython
-
-    shell = get_ipython()
+    # 只在批改用的 IPython 内核里调用：那里 IPython 早已载入（本书的包不依赖 IPython）
+    shell = sys.modules["IPython"].get_ipython()
     kernel = shell.kernel
     key = secrets.token_bytes(32)
     convert, dumps = make_converter(), make_dumps()
     digest = _hashlib.hmac_digest
-    send, iopub, get_parent = kernel.session.send, kernel.iopub_socket, kernel.get_parent
+    send, iopub = kernel.session.send, kernel.iopub_socket
+    get_parent = kernel.get_parent
     user_ns = shell.user_ns
-    settrace, gettrace, setprofile, getprofile = sys.settrace, sys.gettrace, sys.setprofile, sys.getprofile
+    settrace, gettrace = sys.settrace, sys.gettrace
+    setprofile, getprofile = sys.setprofile, sys.getprofile
 
     def probe(names, nonce):
         trace, profile = gettrace(), getprofile()
@@ -242,15 +269,18 @@ def install_kernel_probe() -> str:
                 answers = convert(user_ns, names)
             payload = dumps({"nonce": nonce, "answers": answers})
             mac = digest(key, payload.encode("utf-8"), "sha256").hex()
-            send(iopub, "stream", {"name": "stdout", "text": "\n" + KERNEL_MARKER + mac + ":" + payload + "\n"},
+            line = "\n" + KERNEL_MARKER + mac + ":" + payload + "\n"
+            send(iopub, "stream", {"name": "stdout", "text": line},
                  get_parent("shell"))
         finally:
             settrace(trace)
             setprofile(profile)
 
     comms = kernel.comm_manager.comms
-    # 审计钩子（sys.addaudithook）去不掉，也列不出来；它们在探针路上的审计事件里运行，可能改答案。
-    # 这个钩子装在学生的代码之前：之后谁再装审计钩子，它都先看到（“sys.addaudithook”本身是审计事件）
+    # 审计钩子（sys.addaudithook）去不掉，也列不出来；它们在探针路上的审计事件里运行，
+    # 可能改答案。
+    # 这个钩子装在学生的代码之前：之后谁再装审计钩子，
+    # 它都先看到（“sys.addaudithook”本身是审计事件）
     audit_added = [False]
 
     def watch(event, args):
@@ -298,9 +328,12 @@ def signed_answers(text: str, key: str, nonce: str) -> bytes:
         if isinstance(answers, dict) and answers.get("tampered") == "namespace":
             raise AnswerFileError("学生的代码换掉了内核里的变量字典")
         if isinstance(answers, dict) and answers.get("tampered") == "audit":
-            raise AnswerFileError("学生的代码装了审计钩子（sys.addaudithook），答案可能被它改动过")
+            raise AnswerFileError("学生的代码装了审计钩子（sys.addaudithook），"
+                                  "答案可能被它改动过")
         if isinstance(answers, dict) and answers.get("tampered") == "trace":
-            raise AnswerFileError("学生的代码设了跟踪函数（sys.settrace 或 sys.setprofile），答案可能被它改动过")
+            raise AnswerFileError("学生的代码设了跟踪函数"
+                                  "（sys.settrace 或 sys.setprofile），"
+                                  "答案可能被它改动过")
         return json.dumps(answers).encode("utf-8")
     raise AnswerFileError("探针的输出没有通过核验（被改动过）")
 
@@ -310,7 +343,8 @@ def _marker(nonce: str) -> str:
 
 
 def probe_source(names: list[str], nonce: str = "") -> str:
-    """打印答案的探针的源代码（检查器、测试用；批改程序用 install_kernel_probe）。nonce：标记里带着它。"""
+    """打印答案的探针的源代码（检查器、测试用；批改程序用 install_kernel_probe）。
+    nonce：标记里带着它。"""
     return PROBE % {"marker": _marker(nonce), "names": list(names)}
 
 
@@ -407,13 +441,15 @@ def _decode(item, depth: int = 0):
         return torch.tensor(values, dtype=getattr(torch, dtype)).reshape(shape)
     if kind == "module":
         name, state = item.get("type"), item.get("state")
-        if (not isinstance(name, str) or not name.isidentifier() or not isinstance(state, dict)
+        if (not isinstance(name, str) or not name.isidentifier()
+                or not isinstance(state, dict)
                 or len(state) > MAX_MODULE_ENTRIES or depth > 0):
             raise AnswerFileError("答案的格式不对")
         tensors = {}
         for key, value in state.items():
             decoded = _decode(value, depth + 1)
-            if not isinstance(key, str) or not isinstance(decoded, (torch.Tensor, _Opaque)):
+            if (not isinstance(key, str)
+                    or not isinstance(decoded, (torch.Tensor, _Opaque))):
                 raise AnswerFileError("答案的格式不对")
             tensors[key[:80]] = decoded
         return _module(name[:40], tensors)
@@ -436,7 +472,8 @@ def _opaque(name: str, text: str):
 
 
 def _module(name: str, state: dict):
-    """一个模块（nn.Module）的替身：检查器说“收到的是 XXX”，state_dict() 给出探针记下的参数，
+    """一个模块（nn.Module）的替身：检查器说“收到的是 XXX”，state_dict()
+    给出探针记下的参数，
     用来和题目给的 mha、block 比（homework.checker._same）。"""
     return type(name, (_Opaque,), {"__repr__": lambda self: f"{name}(…)",
                                    "state_dict": lambda self: dict(state)})()
