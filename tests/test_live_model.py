@@ -26,6 +26,14 @@ def models() -> dict[int, H.TinyGPT]:
     return {**{s: run.snapshots[s] for s in LM.SNAPSHOT_STEPS}, len(run.losses): run.model}
 
 
+def test_the_page_says_as_many_predictions_as_the_web_page_lists():
+    """正文 glue 的“前几个预测”是 TOP_PREDICTIONS；网页列出的是 book_live_model.js 的 TOP。"""
+    import re
+
+    script = (REPO / "book" / "_ext" / "book_live_model.js").read_text(encoding="utf-8")
+    assert re.findall(r"const TOP = (\d+);", script) == [str(LM.TOP_PREDICTIONS)]
+
+
 def test_packed_weights_come_back_bit_for_bit():
     for step, model in models().items():
         back = LM.unpack_weights(LM.pack_weights(model), model)

@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.book]
 
 PAGE = "book/s7_trained_heads.html"
 ROOT = '[data-live-model="s7-live-model"]'
-TOLERANCE = 1e-5
+TOLERANCE = LM.BROWSER_TOLERANCE   # 页面 glue 的同一个数
 BUDGET = 300_000   # issue 34：这一页为活模型多传的字节，gzip 后
 
 

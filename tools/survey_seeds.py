@@ -2,7 +2,7 @@
 
     MINIGPT_TRAINED=_build/.trained python tools/survey_seeds.py [--jobs 2]
 
-用正文的配置（`seeds.study_seed`）训练种子 0–27 并量好；设了 MINIGPT_TRAINED 时先读存下的
+用正文的配置（`seeds.study_seed`）训练种子 0–39 并量好；设了 MINIGPT_TRAINED 时先读存下的
 模型和测量（构建书时训练过的种子不再重训）。每个种子一个线程，--jobs 个进程并行。
 训练或测量的代码一变（`seeds.code_key()` 变了），就要重跑一次。
 """

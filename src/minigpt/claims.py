@@ -3,7 +3,7 @@
 
 页面把“在几个种子上成立”glue 进正文；tests/test_heads.py 把每个计数钉住：
 哪个种子上的结论变了，测试就失败。计数只对量过的种子说话
-（正文是 0–5；种子普查 0–27 见 minigpt.survey），别的种子可能不一样。
+（正文是 0–5；种子普查 0–39 见 minigpt.survey），别的种子可能不一样。
 条件只读 `seeds.seed_facts` 量出的数和平摊注意力的基线，不训练、不算模型。
 """
 
@@ -88,8 +88,9 @@ CLAIMS: dict[str, Callable[[dict[str, float]], bool]] = {
     "same_window": lambda f: f["step_prev"] == f["step_ind"],
     # 至多差一个副本（25 步）
     "next_window": lambda f: abs(f["step_prev"] - f["step_ind"]) <= SNAPSHOT_EVERY,
+    # 两个分数过门槛的副本都紧挨着降得最快的那 25 步（与 ind_at_drop 同一个窗口）
     "at_steepest_drop": lambda f: (
-        f["fast_from"] <= min(f["step_prev"], f["step_ind"])
+        f["fast_from"] < min(f["step_prev"], f["step_ind"])
         and max(f["step_prev"], f["step_ind"]) <= f["fast_to"] + SNAPSHOT_EVERY),
     "in_300_400": lambda f: (
         300 < min(f["step_prev"], f["step_ind"])

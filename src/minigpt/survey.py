@@ -1,7 +1,7 @@
-"""第 7 节的种子普查：同一个配置（`seeds.study_seed`）训练种子 0–27，
+"""第 7 节的种子普查：同一个配置（`seeds.study_seed`）训练种子 0–39，
 量出的数存成一个小文件（见第 7 节「换几个种子」）。
 
-正文逐个展示的种子（0–5，练习 1 的 6、7）构建时训练；再多训练 20 个
+正文逐个展示的种子（0–5，练习 1 的 6、7）构建时训练；再多训练几十个
 太慢，所以普查由维护者用 `python tools/survey_seeds.py` 跑一次，
 结果写进 `book/data/s7_seed_survey.json`，页面只读这个文件。
 文件里记着训练代码的摘要（`seeds.code_key()`）：训练或测量的代码一变，
@@ -14,7 +14,7 @@ import json
 import math
 from pathlib import Path
 
-SURVEY_SEEDS = tuple(range(28))
+SURVEY_SEEDS = tuple(range(40))
 # 相对 book/（页面执行时的当前目录）
 SURVEY_FILE = Path("data") / "s7_seed_survey.json"
 RERUN = "python tools/survey_seeds.py"
