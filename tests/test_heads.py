@@ -156,7 +156,7 @@ def test_grammar_sentences_follow_the_three_rules():
         d1, n1, v, on, d2, n2 = decode(row)
         assert v == H.VERB_OF[n1] and on == "on" and d2 == d1
         assert n2 in ("cat", "dog", "mat") and n2 != n1
-    # 正文：这门语法总共只有 8 句话，页面上的四句是其中一半
+    # 正文 glue 的句数（s7_g_n_sentences）是 8，页面上的四句是“其中一半”
     every = {" ".join(decode(r)) for r in H.grammar_batch(2000, torch.Generator().manual_seed(1))}
     assert len(every) == 8 and set(C.SENTENCES) <= every
 
@@ -547,6 +547,22 @@ def test_every_count_over_the_seeds_is_what_the_text_says():
     assert counts == EXPECTED_COUNTS
     # 正文分别数“两个分数都在门槛以下”和“前一个 token 分数也过了门槛”：两者不会同时成立
     assert counts["other_no_role"] + counts["other_prev_passes"] <= len(C.studies())
+
+
+@SLOW
+def test_the_phase_figure_alt_says_what_the_plotted_seeds_do():
+    """相变图的替代文字：每个画出的种子，两个分数都在能抄位置的损失陡降的时候越过门槛（at_steepest_drop），
+    多数种子的两条线差不多同时越过（相差不超过一个副本：next_window 过半）。"""
+    import re
+
+    from minigpt.claims import CLAIMS
+
+    page = (Path(__file__).resolve().parents[1] / "book" / "s7_trained_heads.md").read_text(encoding="utf-8")
+    alt = re.search(r"```\{glue:figure\} s7_fig_phase\n(?::name: .*\n)?:alt: (.*)\n", page).group(1)
+    assert "在能抄位置的损失陡降的时候越过门槛，多数种子的两条线差不多同时越过" in alt, alt
+    facts = [st.facts for st in C.studies().values()]
+    assert all(CLAIMS["at_steepest_drop"](f) for f in facts)
+    assert sum(CLAIMS["next_window"](f) for f in facts) > len(facts) / 2
 
 
 # 正文在练习 1 的种子 6、7 上数的几条结论（“同一个副本不能当成规律”）
