@@ -452,7 +452,9 @@ def test_s6_encoder_layer_sentence_names_every_argument_the_test_sets():
     kwargs = {k.arg for k in calls[0].keywords} | {"dim_feedforward"}   # d_ff 是第三个位置参数
     assert len(calls[0].args) == 3
     page = (here.parent / "book" / "s6_block.md").read_text(encoding="utf-8")
-    sentence = next(p for p in page.split("\n\n") if "nn.TransformerEncoderLayer" in p and "构建本书时的测试核对过" in p)
+    # 引言、逐个参数的列表和结论句：从“PyTorch 自带的”到“构建本书时的测试核对过”
+    start = page.index("PyTorch 自带的 `nn.TransformerEncoderLayer`")
+    sentence = page[start:page.index("构建本书时的测试核对过", start)]
     for name in kwargs:
         assert f"`{name}`" in sentence or f"`{name}=" in sentence, (name, sentence)
     assert "2048" in sentence and "0.1" in sentence
