@@ -144,11 +144,11 @@ def test_residual_path_gradient_post_ln_equals_two_layernorm_backwards():
     torch.manual_seed(42)
     x = torch.randn(1, 5, 8)
     attn, ffn = MultiHeadAttention(8, 2), FeedForward(8)
-    norm1, norm2 = torch.nn.LayerNorm(8), torch.nn.LayerNorm(8)
+    ln_attn, ln_ffn = torch.nn.LayerNorm(8), torch.nn.LayerNorm(8)
     g = torch.randn(1, 5, 8)
     with torch.no_grad():
         u1 = x + attn(x, causal_mask(5))
-        h1 = norm1(u1)
+        h1 = ln_attn(u1)
         u2 = h1 + ffn(h1)
     grad_x = _layernorm_backward(u1, _layernorm_backward(u2, g))
     expected = (grad_x.norm() / g.norm()).item()

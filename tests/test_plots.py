@@ -125,6 +125,9 @@ def test_block_diagram_uses_the_book_terms():
     for label in ("Add & Norm", "前馈网络", "多头注意力", "因果遮蔽", "× N", "残差"):
         assert label in texts
     assert texts.count("Add & Norm") == 2
+    # 两条残差各自加回本子层的输入：第一条是 x，第二条是第一个 Add & Norm 的输出 x′
+    residuals = [t.get_text() for t in fig.axes[0].texts if t.get_text().startswith("残差")]
+    assert residuals == ["残差\n(+ x)", "残差\n(+ x′)"]
 
 
 def test_encoder_decoder_diagram_has_cross_attention_only_in_the_decoder():

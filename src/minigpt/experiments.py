@@ -243,13 +243,13 @@ def residual_path_gradient(num_layers: int, norm_first: bool,
               for _ in range(num_layers)]
     g = torch.randn(1, seq_len, d_model)
     h = x
-    for attn, ffn, norm1, norm2 in layers:
+    for attn, ffn, ln_attn, ln_ffn in layers:
         if norm_first:  # Pre-LN：x + 子层(LN(x))
-            h = h + attn(norm1(h), mask).detach()
-            h = h + ffn(norm2(h)).detach()
+            h = h + attn(ln_attn(h), mask).detach()
+            h = h + ffn(ln_ffn(h)).detach()
         else:           # Post-LN：LN(x + 子层(x))，同 TransformerBlock
-            h = norm1(h + attn(h, mask).detach())
-            h = norm2(h + ffn(h).detach())
+            h = ln_attn(h + attn(h, mask).detach())
+            h = ln_ffn(h + ffn(h).detach())
     (h * g).sum().backward()  # 顶层输出处的梯度恰好是 g
     return (x.grad.norm() / g.norm()).item()
 

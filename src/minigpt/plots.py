@@ -469,7 +469,7 @@ def _arrow(ax, start, end):
     ))
 
 
-def _residual(ax, y_from, y_to, x_right=8.5):
+def _residual(ax, y_from, y_to, label, x_right=8.5):
     """从主线的 y_from 处分出，绕到右边，再从右侧进入 y_to 处的 Add & Norm。"""
     ax.plot([5.0, x_right, x_right], [y_from, y_from, y_to],
             color="#c0392b", linewidth=1.6)
@@ -479,7 +479,7 @@ def _residual(ax, y_from, y_to, x_right=8.5):
         color="#c0392b", linewidth=1.6, shrinkA=0, shrinkB=0,
     )
     ax.add_patch(_arrow_colored)
-    ax.text(x_right + 0.15, (y_from + y_to) / 2, "残差\n(+ x)",
+    ax.text(x_right + 0.15, (y_from + y_to) / 2, label,
             ha="left", va="center", fontsize=9, color="#c0392b")
 
 
@@ -513,8 +513,9 @@ def transformer_block_diagram() -> Figure:
     _arrow(ax, (5.0, 5.3), (5.0, 6.3))    # Add & Norm → FFN
     _arrow(ax, (5.0, 7.5), (5.0, 8.4))    # FFN → Add & Norm
     _arrow(ax, (5.0, 9.2), (5.0, 10.85))  # Add & Norm → 输出
-    _residual(ax, 1.9, 4.9)
-    _residual(ax, 5.8, 8.8)
+    _residual(ax, 1.9, 4.9, "残差\n(+ x)")
+    # 第二个子层加回的是第一个 Add & Norm 的输出 x′（式 6.4），不是 Block 的输入 x
+    _residual(ax, 5.8, 8.8, "残差\n(+ x′)")
     # 左侧括号：这一整块重复 N 次
     ax.plot([1.55, 1.35, 1.35, 1.55], [1.6, 1.6, 9.65, 9.65],
             color="#333333", linewidth=1.3)
