@@ -434,7 +434,7 @@ def test_s3_leak_is_any_nonzero_weight_and_training_would_grow_it(built_book):
     target = soup(page.path).find(id="s3-leak-training")
     sec = target if target.name == "section" else target.find_parent("section")
     h2 = sec.find("h2")
-    assert m.group(1) in h2.get_text() and "训练会把偷看放大" in h2.get_text(), (m.group(1), h2.get_text())
+    assert m.group(1) in h2.get_text() and "训练会把抄答案的路越走越宽" in h2.get_text(), (m.group(1), h2.get_text())
 
 
 def test_s3_says_a_whole_given_sentence_needs_no_mask(built_book):
@@ -513,7 +513,7 @@ def test_s3_leak_experiment_prose_agrees_with_its_printed_output(built_book):
     assert f"从 {r['w0']} 涨到 {r['w1']}" in para, para
     assert f"降到 {r['loss']}，远低于瞎猜的 {r['chance']}" in para, para
     assert float(r["w1"]) > 0.9 and float(r["loss"]) < float(r["chance"]) / 3
-    para = _paragraph_with(page, "诚实的成绩")
+    para = _paragraph_with(page, "能做到的也就是这样")
     assert "自始至终恰好是 0，" in para and f"停在 {r['masked_loss']}" in para, para
     assert f"损失是 {r['ev']}，比瞎猜还差" in para, para
     assert abs(float(r["masked_loss"]) - float(r["chance"])) < 0.1 and float(r["ev"]) > float(r["chance"])
