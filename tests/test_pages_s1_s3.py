@@ -376,7 +376,8 @@ def test_s3_illustrative_rows_are_computed_not_copied(built_book):
     assert page.title.endswith("因果遮蔽：只许往回看")
     # 遮蔽后的示意权重由代码打印；正文只引用 cat 给 sat 的那一格（glue）
     assert re.search(r"cat:\s+0\.45\s+0\.55\s+0\.00", page.text), "cat 那一行的权重没有打印出来"
-    assert "0.00" in page.pasted
+    # 正文引用的那一格用 :g 印出：恰好是 0，紧接着一句说“这个 0 不是近似值”，不印成四舍五入似的 0.00
+    assert "0" in page.pasted and "0.00" not in page.pasted
     # 打印的每个权重都是两位小数（“保留两位小数”说的是真的：1.00、0.00，不是 1.0、0.0）
     assert re.search(r"the:\s+1\.00\s+0\.00\s+0\.00", page.text), "遮蔽后的权重没有按两位小数打印"
     # sat 那一行随页面算出的缩放分数（种子 42）而定：在这里照页面的做法算一遍，和打印的两位小数一致
