@@ -280,3 +280,13 @@ def test_batch_is_called_pici_in_the_prose(built_book, docname):
     found = [text.strip()[:60] for text, _ in prose_pieces(built_book.html / f"{docname}.html")
              if OTHER_BATCH_WORDS.search(text)]
     assert not found, f"{docname}：正文里 batch 的别的叫法（统一用“批次”）：{found}"
+
+
+def test_glossary_numbers_of_the_section_7_model_match_its_config():
+    """术语表是不执行代码的页面，不能 glue：它写出的第 7 节词表大小和模型宽度，由这里和代码核对。"""
+    from minigpt.tasks import REPEAT_VOCAB
+    from minigpt.tinygpt import init_model
+
+    text = (Path(__file__).resolve().parents[1] / "book" / "glossary.md").read_text(encoding="utf-8")
+    assert f"第 7 节的 token 是 0 到 {REPEAT_VOCAB - 1} 这 {REPEAT_VOCAB} 个整数" in text
+    assert f"第 7 节训练的小模型取 {init_model().blocks[0].ffn.d_model}，" in text

@@ -253,7 +253,7 @@ def test_each_problem_is_listed_once_in_the_details():
 
 def test_short_names_follow_the_exercise_keys():
     assert [short_name(k) for k in ("1a", "1b", "2a", "3", "4c", "10b")] == [
-        "1(一)", "1(二)", "2(一)", "3", "4(三)", "10(二)"]
+        "1（一）", "1（二）", "2（一）", "3", "4（三）", "10（二）"]
     assert all(short_name(e.key) for e in EXERCISES)
 
 

@@ -151,7 +151,7 @@ def test_stdout_table_has_one_row_per_submission_with_each_exercise_status(grade
     proc, _, by_name, *_ = graded
     lines = proc.stdout.splitlines()
     header = next(line for line in lines if line.startswith("提交"))
-    assert header.split() == ["提交", "1(一)", "1(二)", "2(一)", "2(二)", "3", "4(一)", "4(二)", "5(一)", "5(二)", "通过", "得分"]
+    assert header.split() == ["提交", "1（一）", "1（二）", "2（一）", "2（二）", "3", "4（一）", "4（二）", "5（一）", "5（二）", "通过", "得分"]
     words = {"passed": "通过", "wrong": "答错", "not_attempted": "未作答", "missing": "没有这个变量",
              "error": "出错", "timeout": "超时"}
     for name, sub in by_name.items():
@@ -242,7 +242,7 @@ def test_a_changed_given_tensor_leads_the_message_as_in_the_notebook(graded):
     sub = by_name["changed_given_data.ipynb"]
     assert _statuses(sub)["1a"] == "passed" and _statuses(sub)["1b"] == "wrong"
     assert sub["exercises"]["1b"]["message"].startswith("注意：你改动了题目给的 Q")
-    assert any(line.startswith("  1(二) 答错：注意：你改动了题目给的 Q")
+    assert any(line.startswith("  1（二） 答错：注意：你改动了题目给的 Q")
                for line in _details(proc.stdout, "changed_given_data.ipynb"))
 
 
@@ -261,8 +261,8 @@ def test_an_exception_in_exercise_1_leaves_untouched_later_parts_not_attempted(g
     assert sub["exercises"]["1a"]["exception"] == "NameError"
     assert sub["exercises"]["1a"]["cell"] == _code_cell_of("error_then_untouched.ipynb", "1a")
     assert _details(proc.stdout, "error_then_untouched.ipynb") == [
-        f"  1(一) 出错：{sub['exercises']['1a']['message']}",
-        "  未作答：1(二)、2(一)、2(二)、3、4(一)、4(二)、5(一)、5(二)"]
+        f"  1（一） 出错：{sub['exercises']['1a']['message']}",
+        "  未作答：1（二）、2（一）、2（二）、3、4（一）、4（二）、5（一）、5（二）"]
 
 
 def test_a_correct_answer_deleted_by_a_later_cell_keeps_its_points_and_no_earlier_cells_error(graded):
@@ -279,7 +279,7 @@ def test_a_correct_answer_deleted_by_a_later_cell_keeps_its_points_and_no_earlie
     assert any(p["exception"] == "HomeworkWrong" for p in sub["cell_problems"])   # 记在 JSON 里……
     lines = _details(proc.stdout, "deleted_after_error.ipynb")
     assert len(lines) == 2 and "HomeworkWrong" not in "".join(lines), lines   # ……表下只列两个问题，各一次
-    assert lines[0].startswith("  1(二) 出错：代码单元") and lines[1].startswith("  3 通过：")
+    assert lines[0].startswith("  1（二） 出错：代码单元") and lines[1].startswith("  3 通过：")
 
 
 def test_an_answer_changed_in_place_by_a_later_part_keeps_its_points_and_the_cell_is_named(graded):
@@ -614,7 +614,7 @@ def test_csv_has_a_bom_an_id_column_points_per_exercise_total_and_status(graded)
     assert raw.startswith("\ufeff".encode("utf-8"))
     rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
     assert rows[0] == ["学号"] + [f"{h}（{e.points} 分）" for h, e in zip(
-        ["1(一)", "1(二)", "2(一)", "2(二)", "3", "4(一)", "4(二)", "5(一)", "5(二)"], EXERCISES)] + [f"总分（{TOTAL} 分）", "状态"]
+        ["1（一）", "1（二）", "2（一）", "2（二）", "3", "4（一）", "4（二）", "5（一）", "5（二）"], EXERCISES)] + [f"总分（{TOTAL} 分）", "状态"]
     body = {r[0]: r for r in rows[1:]}
     assert set(body) == {Path(n).stem for n in by_name}
     assert body["correct"][1:] == [str(e.points) for e in EXERCISES] + [str(TOTAL), "已批改"]

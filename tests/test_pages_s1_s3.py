@@ -376,7 +376,8 @@ def test_s3_illustrative_rows_are_computed_not_copied(built_book):
     assert page.title.endswith("因果遮蔽：只许往回看")
     # 遮蔽后的示意权重由代码打印；正文只引用 cat 给 sat 的那一格（glue）
     assert re.search(r"cat:\s+0\.45\s+0\.55\s+0\.00", page.text), "cat 那一行的权重没有打印出来"
-    assert "0.00" in page.pasted
+    # 正文引用的那一格用 :g 印出：恰好是 0，紧接着一句说“这个 0 不是近似值”，不印成四舍五入似的 0.00
+    assert "0" in page.pasted and "0.00" not in page.pasted
     # 打印的每个权重都是两位小数（“保留两位小数”说的是真的：1.00、0.00，不是 1.0、0.0）
     assert re.search(r"the:\s+1\.00\s+0\.00\s+0\.00", page.text), "遮蔽后的权重没有按两位小数打印"
     # sat 那一行随页面算出的缩放分数（种子 42）而定：在这里照页面的做法算一遍，和打印的两位小数一致
@@ -434,7 +435,7 @@ def test_s3_leak_is_any_nonzero_weight_and_training_would_grow_it(built_book):
     target = soup(page.path).find(id="s3-leak-training")
     sec = target if target.name == "section" else target.find_parent("section")
     h2 = sec.find("h2")
-    assert m.group(1) in h2.get_text() and "训练会把偷看放大" in h2.get_text(), (m.group(1), h2.get_text())
+    assert m.group(1) in h2.get_text() and "训练会把抄答案的路越走越宽" in h2.get_text(), (m.group(1), h2.get_text())
 
 
 def test_s3_says_a_whole_given_sentence_needs_no_mask(built_book):
@@ -513,7 +514,7 @@ def test_s3_leak_experiment_prose_agrees_with_its_printed_output(built_book):
     assert f"从 {r['w0']} 涨到 {r['w1']}" in para, para
     assert f"降到 {r['loss']}，远低于瞎猜的 {r['chance']}" in para, para
     assert float(r["w1"]) > 0.9 and float(r["loss"]) < float(r["chance"]) / 3
-    para = _paragraph_with(page, "诚实的成绩")
+    para = _paragraph_with(page, "能做到的也就是这样")
     assert "自始至终恰好是 0，" in para and f"停在 {r['masked_loss']}" in para, para
     assert f"损失是 {r['ev']}，比瞎猜还差" in para, para
     assert abs(float(r["masked_loss"]) - float(r["chance"])) < 0.1 and float(r["ev"]) > float(r["chance"])

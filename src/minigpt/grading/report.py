@@ -54,7 +54,7 @@ def _pad(text: str, width: int) -> str:
 
 
 def points_line() -> str:
-    """每道小题的分数，例如“各小题的分值（共 10 分）：1(一) 1 分；…；3 题 2 分”。"""
+    """每道小题的分数，例如“各小题的分值（共 10 分）：1（一） 1 分；…；3 题 2 分”。"""
     parts = "；".join(_points_of(e.key, e.points) for e in exercises())
     return f"各小题的分值（共 {total_points()} 分）：{parts}"
 

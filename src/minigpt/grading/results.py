@@ -11,6 +11,7 @@ STATUS_TEXT = {"passed": "通过", "wrong": "答错", "not_attempted": "未作�
 # 学生自己调用检查器报的错，不算“出错”：这道题的结果已经说了同一件事
 CHECKER_ERRORS = {"HomeworkWrong", "HomeworkNotFilled"}
 _ORDINALS = "一二三四五六七八九十"
+_PARENS = "（）"  # 小题短名里的一对括号，和正文的“作业 1（一）”一样
 
 
 def exercises() -> tuple:
@@ -23,10 +24,10 @@ def exercises() -> tuple:
 
 
 def short_name(key: str) -> str:
-    """表格和 CSV 里小题的短名：1a → 1(一)、2b → 2(二)、3 → 3（编号是数字加一个小写字母时）。"""
+    """表格和 CSV 里小题的短名：1a → 1（一）、2b → 2（二）、3 → 3（编号是数字加一个小写字母时）。"""
     found = re.fullmatch(r"(\d+)([a-j])", key)
     if found:
-        return f"{found[1]}({_ORDINALS[ord(found[2]) - ord('a')]})"
+        return f"{found[1]}{_PARENS[0]}{_ORDINALS[ord(found[2]) - ord('a')]}{_PARENS[1]}"
     return key
 
 
