@@ -33,9 +33,11 @@ from .interactive import _savefig
 # tests/test_live_model.py 检查它们确实落在陡降的前、中、后。
 SNAPSHOT_STEPS = (300, 350, 400)
 LIVE_NAME = "s7-live-model"
-# 网页列出的预测个数（book/_ext/book_live_model.js 的 TOP，tests/test_live_model.py 核对两者相同）
+# 网页列出的预测个数：book/_ext/book_live_model.js 的 TOP
+# （tests/test_live_model.py 核对两者相同）
 TOP_PREDICTIONS = 5
-# 网页上的数与 PyTorch 最多相差多少（tests/test_live_model_browser.py 在浏览器里逐个核对）
+# 网页上的数与 PyTorch 最多相差多少
+# （tests/test_live_model_browser.py 在浏览器里逐个核对）
 BROWSER_TOLERANCE = 1e-5
 
 
