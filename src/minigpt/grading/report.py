@@ -85,8 +85,10 @@ def format_table(results: list[SubmissionResult], timeout: float,
     header = ["提交"] + [short_name(e.key) for e in exercises()] + ["通过", "得分"]
     rows = []
     for r in results:
-        rows.append([_name(r)] + [STATUS_TEXT[e.status] for e in r.exercises]
-                    + [f"{r.passed}/{len(exercises())}", f"{r.points}/{total_points()}"])
+        # 无法批改的提交没有成绩：和 CSV 里留空一样，不写 0 分（0 分是一个成绩）
+        tally = [f"{r.passed}/{len(exercises())}", f"{r.points}/{total_points()}"] if r.graded \
+            else ["—", "无法批改"]
+        rows.append([_name(r)] + [STATUS_TEXT[e.status] for e in r.exercises] + tally)
     widths = [max(_width(row[i]) for row in [header] + rows) + 2 for i in range(len(header))]
     limit = f"每个代码单元最多运行 {timeout:g} 秒"
     if notebook_timeout is not None:
