@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -180,6 +181,41 @@ def end_account(uid: int) -> int:
     return before
 
 
+# 谁都能写的临时文件夹：换用户号运行时（没有沙箱）学生的代码也能在这里留下文件
+SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def remove_account_files(uid: int, roots=SHARED_TMP) -> int:
+    """删掉这个用户号在共享的临时文件夹里留下的文件和文件夹（它的进程都结束之后调用），返回删了几个。
+    同一台机器上接着批改的下一份提交就看不到它们（r36t2 第 3 条：上一份留下的 /tmp/fill 让下一份的单元出错）。
+    只走进别人也能写的文件夹（学生的代码只能在那里建东西），不跟随符号链接。"""
+    removed = 0
+    for root in roots:
+        stack = [root]
+        while stack:
+            try:
+                entries = list(os.scandir(stack.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if info.st_uid == uid:
+                    if stat.S_ISDIR(info.st_mode):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        try:
+                            os.unlink(entry.path)
+                        except OSError:
+                            continue
+                    removed += 1
+                elif stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002:
+                    stack.append(entry.path)
+    return removed
+
+
 def isolation(mode: str) -> tuple[bool, int | None, str | None]:
     """学生的代码怎样隔离：(在沙箱里, 沙箱外所用的用户号, 做不到时的原因)。
     mode 是 auto（有沙箱用沙箱，否则换用户号）、sandbox 或 account。"""
@@ -211,7 +247,7 @@ def test_entry(e, worth: int) -> dict:
             "visibility": "visible", "extra_data": {"key": e.key, "result": e.status}}
 
 
-def results_json(result, seconds: float, account: bool = False) -> dict:
+def results_json(result, seconds: float, account: bool = False, chosen: bool = False) -> dict:
     """一份提交的 results.json（Gradescope 的格式：score、output、tests[name, score, max_score, output]……）。"""
     from .report import details
     from .results import exercises, total_points
@@ -221,7 +257,7 @@ def results_json(result, seconds: float, account: bool = False) -> dict:
     score = sum(t["score"] for t in tests)
     lines = [f"得分 {score}/{total_points()}，通过 {result.passed}/{len(tests)} 道小题。"
              "批改看的是笔记本从头运行到结束时每个答案变量的值。"]
-    lines += [n.strip() for n in details(result, account)]
+    lines += [n.strip() for n in details(result, account, chosen)]
     return {"score": score, "execution_time": round(seconds, 1), "output": "\n".join(lines),
             "visibility": "visible", "stdout_visibility": "hidden", "tests": tests,
             "extra_data": {"graded": result.graded, "sandboxed": result.sandboxed}}
@@ -286,12 +322,14 @@ def run(root: Path, mode: str, limits: sandbox.Limits) -> int:
         finally:
             if uid is not None:
                 end_account(uid)
+                remove_account_files(uid)
         if setup.problem is not None:
             print(setup.problem, flush=True)
             return 1
         where = "在沙箱里运行" if sandboxed else f"以用户号 {uid} 运行"
         print(f"{notebook.name}：{result.points} 分，{where}", flush=True)
-    write_results(results_dir, results_json(result, time.monotonic() - started, account=uid is not None))
+    write_results(results_dir, results_json(result, time.monotonic() - started, account=uid is not None,
+                                            chosen=mode == "account"))
     return 0
 
 
