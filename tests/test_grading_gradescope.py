@@ -485,6 +485,11 @@ def test_an_account_mode_run_leaves_nothing_in_tmp_for_the_next_submission(autog
     ag = _layout(tmp_path, autograder_zip, nbformat.writes(nb))
     cmd = _container(ag)
     assert cmd[-2:] == ["bash", "/autograder/source/run_autograder"]
+    for shared in ("/tmp", "/var/tmp"):   # 和真的容器一样，谁都能写（bwrap 的 tmpfs 默认是 0755）
+        at = next(i for i in range(len(cmd) - 1) if cmd[i:i + 2] == ["--tmpfs", shared])
+        cmd[at:at] = ["--perms", "01777"]
+    at = next(i for i in range(len(cmd) - 1) if cmd[i:i + 2] == ["--dev", "/dev"]) + 2
+    cmd[at:at] = ["--perms", "01777", "--tmpfs", "/dev/shm"]
     cmd[-2:] = ["bash", "-c", "bash /autograder/source/run_autograder; "
                 "ls -aR /tmp /var/tmp /dev/shm > /autograder/after.txt 2>&1"]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
@@ -492,7 +497,7 @@ def test_an_account_mode_run_leaves_nothing_in_tmp_for_the_next_submission(autog
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd="/")
     data = json.loads((ag / "results" / "results.json").read_text(encoding="utf-8"))
     assert "用户号" in proc.stdout, proc.stdout + proc.stderr
-    assert data["tests"], data
+    assert data["tests"] and "Error" not in data["output"], data["output"]   # 几个文件都写成了
     after = (ag / "after.txt").read_text()
     assert token not in after, after
     assert "minigpt-grade-" not in after, after
