@@ -501,3 +501,12 @@ def test_an_account_mode_run_leaves_nothing_in_tmp_for_the_next_submission(autog
     after = (ag / "after.txt").read_text()
     assert token not in after, after
     assert "minigpt-grade-" not in after, after
+
+
+def test_setup_sh_and_the_zips_readme_say_a_downloaded_torch_wheel_can_replace_the_download():
+    """r36t2 第 1 条：装 PyTorch 的那一行旁边写着离线的退路（事先下载好的 CPU 版 wheel 放进 zip，从文件装）。"""
+    files = gradescope.autograder_files("minigpt_book-9.9.9-py3-none-any.whl", _torch_pin())
+    setup = files["setup.sh"].splitlines()
+    at = next(i for i, line in enumerate(setup) if '"torch==' in line)
+    assert "wheel" in setup[at - 1] and "pip install ./" in setup[at - 1], setup[at - 2:at + 1]
+    assert f"torch {_torch_pin()} CPU 版 wheel" in files["README.md"] and "pip install ./" in files["README.md"]

@@ -60,7 +60,8 @@ if [ -z "$PY" ]; then
 fi
 apt-get install -y -q --no-install-recommends "$(basename "$PY")-venv"
 "$PY" -m venv {venv}
-# 先装只用 CPU 的 PyTorch（与本书锁定的版本相同）：从 PyPI 装会带来几个 GB 的 CUDA 库
+# 先装只用 CPU 的 PyTorch（与本书锁定的版本相同）：从 PyPI 装会带来几个 GB 的 CUDA 库。
+# 不想在构建时下载它：把事先下载好的 torch {torch} CPU 版 wheel 放进 zip，这一行换成 pip install ./那个文件名
 {venv}/bin/pip install --no-cache-dir --quiet "torch=={torch}" --index-url {index}
 {venv}/bin/pip install --no-cache-dir --quiet "./{wheel}[grade]"
 chmod -R go-w {venv}
@@ -85,7 +86,9 @@ README = """\
 把这个 zip 原样上传到 Gradescope 编程作业的“配置自动批改程序”页（步骤见本书「教师指南」的
 「在 Gradescope 上批改」一节）。学生交的是作业笔记本 `homework_student.ipynb`（文件名不限，只要一个 .ipynb）。
 
-- `setup.sh`：构建镜像时装 Python、只用 CPU 的 PyTorch {torch} 和本书的包 `{wheel}`；
+- `setup.sh`：构建镜像时装 Python、只用 CPU 的 PyTorch {torch} 和本书的包 `{wheel}`（PyTorch 从它的 CPU 轮子
+  索引下载；不想下载时，把事先下载好的 torch {torch} CPU 版 wheel 放进 zip，`setup.sh` 里装 PyTorch 的那一行
+  换成 `pip install ./` 加它的文件名）；
 - `run_autograder`：批改一份提交，每道小题的得分和说明写进 results.json；
 - `{wheel}`：本书的包（检查器与批改程序）。
 """
