@@ -251,7 +251,8 @@ def test_the_guide_prints_the_exact_wheel_file_name_of_its_own_homework_bundle(b
         page = soup(built_site.html / prefix / "book" / "teacher_guide.html")
         blocks = [pre.get_text() for pre in page.find_all("pre")]
         assert any(f'pip install "{wheel}[grade]"' in b and "torch==" in b for b in blocks), prefix
+        assert not any("minigpt_book-<" in b for b in blocks), prefix
         text = page.get_text()
-        assert "<版本>" not in text and "<version>" not in text, prefix
+        assert "<版本>-py3" not in text and "<version>-py3" not in text and "<version>+en" not in text, prefix
         with zipfile.ZipFile(built_site.html / prefix / "minigpt-homework.zip") as zf:
             assert f"minigpt-homework/{wheel}" in zf.namelist(), (prefix, zf.namelist())
