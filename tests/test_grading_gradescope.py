@@ -290,7 +290,8 @@ def test_the_scores_are_the_command_line_graders_for_the_same_notebooks(runs):
             continue
         expected = {k: worth[k] if v["status"] == "passed" else 0 for k, v in cli[name]["exercises"].items()}
         assert _points(run["data"]) == expected, (mode, name)
-        assert run["data"]["score"] == cli[name]["points"], (mode, name)
+        # 无法批改的提交：命令行没有成绩（points 是 null），Gradescope 给 0 分（教师指南的对照表）
+        assert run["data"]["score"] == (cli[name]["points"] if cli[name]["graded"] else 0), (mode, name)
         compared += 1
     assert compared == 9   # 沙箱里 6 份、换用户号的 3 份（参考答案、做了一半的、伪造的）
     assert cli["correct"]["points"] == TOTAL and cli["placeholders"]["points"] == 0
@@ -418,3 +419,94 @@ def test_a_crashed_kernels_processes_are_ended_before_the_new_kernel_in_account_
     run = done[("account", "restart")]
     assert run["data"]["score"] == TOTAL, run["data"]
     assert "没能换上新内核" not in json.dumps(run["data"], ensure_ascii=False), run["data"]["output"]
+
+
+def test_account_mode_chosen_with_isolation_account_does_not_claim_bubblewrap_is_unavailable():
+    """r36t2 第 7 条：教师用 --isolation account 选了换用户号（bubblewrap 也许能用），学生看到的说明就说是选定的，
+    不说“这个容器里用不了 bubblewrap”；auto 退到换用户号时照旧说容器不允许。"""
+    from minigpt.grading.gradescope import results_json
+    from minigpt.grading.results import ExerciseResult, SubmissionResult
+    from minigpt.homework import EXERCISES
+
+    result = SubmissionResult("s.ipynb", graded=True, sandboxed=False,
+                              exercises=[ExerciseResult(e.key, e.title, "passed", "✔") for e in EXERCISES])
+    chosen = results_json(result, 1.0, account=True, chosen=True)["output"]
+    assert "用不了 bubblewrap" not in chosen and "--isolation account" in chosen and "没有特权的用户号" in chosen
+    assert "用不了 bubblewrap" in results_json(result, 1.0, account=True)["output"]
+
+
+def test_files_the_students_user_id_left_in_shared_tmp_folders_are_removed_and_nothing_else(tmp_path):
+    """r36t2 第 3 条：换用户号运行时学生的代码能在共享的 /tmp 里留下文件，下一份提交会撞上它。
+    remove_account_files 删掉这个用户号建的一切（也在别人能写的子文件夹里），别人的文件和符号链接指向的东西不动。"""
+    from minigpt.grading import gradescope
+
+    if os.getuid() != 0:
+        pytest.skip("要以 root 把文件交给另一个用户号")
+    uid = sandbox.fresh_uid()
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    keep = shared / "teachers-file"
+    keep.write_text("keep")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    open_dir = shared / "world-writable"
+    open_dir.mkdir()
+    open_dir.chmod(0o1777)
+    made = [shared / "fill", shared / "dir-of-student", open_dir / "nested", shared / "link"]
+    made[0].write_bytes(b"x")
+    made[1].mkdir()
+    (made[1] / "inner").write_text("x")
+    made[2].write_text("x")
+    made[3].symlink_to(outside)
+    for p in made + [made[1] / "inner"]:
+        os.lchown(p, uid, uid)
+    assert gradescope.remove_account_files(uid, roots=[str(shared)]) == 4
+    assert not any(p.exists() or p.is_symlink() for p in made)
+    assert keep.read_text() == "keep" and outside.read_text() == "keep" and open_dir.is_dir()
+
+
+@pytest.mark.kernel
+def test_an_account_mode_run_leaves_nothing_in_tmp_for_the_next_submission(autograder_zip, tmp_path):
+    """r36t2 第 3 条：换用户号批改一份往 /tmp、/var/tmp、/dev/shm 和它自己的 TMPDIR 里写文件的笔记本。
+    之后（同一个“容器”里，下一份提交之前）这些文件都不在了，它的私有 TMPDIR 也删掉了。"""
+    if sandbox.unavailable():
+        pytest.skip("模拟容器要用 bubblewrap")
+    if os.getuid() != 0:
+        pytest.skip("模拟没有沙箱的容器要以 root 运行（批改程序要换用户号）")
+    token = f"leftover-{os.getpid()}"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import os, tempfile\n"
+        f"for folder in ('/tmp', '/var/tmp', '/dev/shm', tempfile.gettempdir()):\n"
+        f"    open(os.path.join(folder, '{token}'), 'w').write('x')\n"
+        f"os.makedirs('/tmp/{token}-dir/sub', exist_ok=True)\n"
+        "print(tempfile.gettempdir())")]
+    ag = _layout(tmp_path, autograder_zip, nbformat.writes(nb))
+    cmd = _container(ag)
+    assert cmd[-2:] == ["bash", "/autograder/source/run_autograder"]
+    for shared in ("/tmp", "/var/tmp"):   # 和真的容器一样，谁都能写（bwrap 的 tmpfs 默认是 0755）
+        at = next(i for i in range(len(cmd) - 1) if cmd[i:i + 2] == ["--tmpfs", shared])
+        cmd[at:at] = ["--perms", "01777"]
+    at = next(i for i in range(len(cmd) - 1) if cmd[i:i + 2] == ["--dev", "/dev"]) + 2
+    cmd[at:at] = ["--perms", "01777", "--tmpfs", "/dev/shm"]
+    cmd[-2:] = ["bash", "-c", "bash /autograder/source/run_autograder; "
+                "ls -aR /tmp /var/tmp /dev/shm > /autograder/after.txt 2>&1"]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    env["MINIGPT_AUTOGRADER_PYTHON"] = sys.executable
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd="/")
+    data = json.loads((ag / "results" / "results.json").read_text(encoding="utf-8"))
+    assert "用户号" in proc.stdout, proc.stdout + proc.stderr
+    assert data["tests"] and "Error" not in data["output"], data["output"]   # 几个文件都写成了
+    after = (ag / "after.txt").read_text()
+    assert token not in after, after
+    assert "minigpt-grade-" not in after, after
+
+
+def test_setup_sh_and_the_zips_readme_say_a_downloaded_torch_wheel_can_replace_the_download():
+    """r36t2 第 1 条：装 PyTorch 的那一行旁边写着离线的退路（事先下载好的 CPU 版 wheel 放进 zip，从文件装）。"""
+    files = gradescope.autograder_files("minigpt_book-9.9.9-py3-none-any.whl", _torch_pin())
+    setup = files["setup.sh"].splitlines()
+    at = next(i for i, line in enumerate(setup) if '"torch==' in line)
+    assert "wheel" in setup[at - 1] and "pip install ./" in setup[at - 1], setup[at - 2:at + 1]
+    assert f"torch {_torch_pin()} CPU 版 wheel" in files["README.md"] and "pip install ./" in files["README.md"]

@@ -349,3 +349,36 @@ def test_resume_regrades_a_result_made_under_another_timeout_and_reuses_one_made
     assert second["limits"]["timeout"] == 21 and second["started"] > first["finished"]
     proc, third = run("--timeout", "21", "--resume")
     assert "1 份沿用" in proc.stderr and "另一组上限" not in proc.stderr and third == second
+
+
+def test_a_right_answer_set_back_to_none_by_a_free_cell_is_wrong_with_the_reason_in_the_details():
+    """r36t2 第 4 条（10overwrite）：S 做对了，最后一个不属于任何一道题的单元 S = None。学生答过这道题，
+    不是“未作答”（初始代码原样没动）：记“答错”，表下的详情和 JSON 的说明一样，写明哪个单元改了它。"""
+    solutions = tool.solutions()
+    cells = _notebook(solutions, last="S = None")
+    got = _by_key(_grade(cells)[0])
+    assert got["1b"].status == "wrong", got["1b"].message
+    assert f"代码单元 {len(cells)} 又改了它" in got["1b"].message
+    r = SubmissionResult("s.ipynb", True, exercises=list(got.values()))
+    lines = report.details(r)
+    assert any(line.startswith(f"  {short_name('1b')} 答错：") and f"代码单元 {len(cells)} 又改了它" in line
+               for line in lines), lines
+    assert not any(line.startswith("  未作答") for line in lines), lines
+
+
+def test_an_ungradable_submission_shows_no_score_in_the_table_and_null_points_in_the_json():
+    """r36t2 第 5 条（14notjson）：CSV 把无法批改的提交的得分留空，终端的表却印 0/9、0/20。
+    0 分是一个成绩：表里写“—”和“无法批改”，--json 的 passed 与 points 是 null。"""
+    ungradable = SubmissionResult("bad.ipynb", False, problem="不是有效的 JSON",
+                                  exercises=[ExerciseResult(e.key, e.title, "error", "不是有效的 JSON")
+                                             for e in EXERCISES])
+    row = next(line for line in report.format_table([ungradable], 30).splitlines()
+               if line.startswith("bad.ipynb"))
+    assert row.split()[-2:] == ["—", "无法批改"], row
+    assert "0/" not in row, row
+    data = ungradable.to_json()
+    assert data["points"] is None and data["passed"] is None
+    csv_row = list(csv.reader(io.StringIO(report.to_csv([ungradable]).lstrip("\ufeff"))))[1]
+    assert csv_row[1:-1] == [""] * (len(EXERCISES) + 1)
+    again = SubmissionResult.from_json(json.loads(json.dumps(data)))   # --resume 读得回
+    assert not again.graded and again.problem == ungradable.problem

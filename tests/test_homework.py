@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from minigpt.homework import (
-    EXERCISES, TOLERANCE, HomeworkNotFilled, HomeworkWrong, check_causal_mask, check_dot_score,
+    CHECKERS, EXERCISES, TOLERANCE, HomeworkNotFilled, HomeworkWrong, check_causal_mask, check_dot_score,
     check_ffn_params, check_masked_weights, check_score_matrix, exercise_inputs,
 )
 
@@ -589,3 +589,20 @@ def test_ffn_params_names_every_bad_value_of_the_part():
         check_ffn_params(2048 * 512, 512 * 2048, 123)
     said = str(err.value)
     assert "检查 w1_params" in said and "检查 w2_params" in said and "检查 total_params" in said
+
+
+# 公式、运算符和“正确答案 =”：出现在说明里就等于把算法告诉了学生
+HOW_TO_COMPUTE = re.compile(r"[=×→√⊙@]|softmax|\.sum\(|-inf|正确答案|偏置 \w+ 个|Kᵀ|K\.T")
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.key)
+def test_check_help_names_the_part_its_variables_and_section_but_not_how_to_compute(exercise):
+    """check_xxx? 在笔记本里显示的说明：题号、分值、答案变量、讲它的那一节，不写正确答案的算法。"""
+    doc = CHECKERS[exercise.checker].__doc__
+    assert doc.startswith(exercise.title)
+    assert f"{exercise.points} 分" in doc and f"见第 {exercise.section} 节" in doc
+    assert all(name in doc for name in exercise.answers)
+    assert not HOW_TO_COMPUTE.search(doc), doc
+    # 这些题的判题函数文档确实写着算法：说明若还是照抄它，上面的断言就会失败
+    if exercise.key in {"1a", "2b", "3", "5a"}:
+        assert HOW_TO_COMPUTE.search(exercise.judge.__doc__)

@@ -216,6 +216,18 @@ def test_readme_installs_cpu_only_pytorch_before_the_wheel_on_linux_macos_and_wi
     assert "约 1 GB" in readme and "CUDA" in readme
 
 
+def test_readme_says_under_each_systems_commands_that_a_downloaded_torch_wheel_can_be_installed_from_a_file():
+    """r36t2 第 1 条：README 的每种系统下面都说，连不上 PyTorch 的网站时，装 PyTorch 的那一行可以换成
+    pip install 一个事先下载好的 torch wheel 文件（版本与 requirements.lock 钉的相同）。只看说明文字，不下载任何东西。"""
+    pin = bundle_ext.torch_pin(REPO)
+    readme = bundle_ext.README.format(wheel=WHEEL, version=VERSION, torch=pin)
+    for system in ("Linux", "macOS", "Windows"):
+        section = readme.split(f"### {system}\n", 1)[1].split("\n### ", 1)[0]
+        after = section.split("```", 2)[2].split("```", 1)[-1]   # 代码块之后的文字
+        assert "第三行" in after and "`pip install`" in after and f"torch {pin}" in after, (system, after)
+    assert f"`torch-{pin}+cpu-cp311-cp311-manylinux_2_28_x86_64.whl`" in readme
+
+
 def _wheel_metadata(bundle) -> str:
     with zipfile.ZipFile(bundle) as zf, zf.open(f"{bundle_ext.FOLDER}/{WHEEL}") as raw, zipfile.ZipFile(raw) as wheel:
         return wheel.read(f"{DIST.replace('-', '_')}-{VERSION}.dist-info/METADATA").decode()

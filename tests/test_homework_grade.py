@@ -156,8 +156,11 @@ def test_stdout_table_has_one_row_per_submission_with_each_exercise_status(grade
              "error": "出错", "timeout": "超时"}
     for name, sub in by_name.items():
         row = next(line for line in lines if line.split() and line.split()[0] == name)
-        assert row.split()[1:] == [words[s] for s in _statuses(sub).values()] + [
-            f"{sub['passed']}/{len(KEYS)}", f"{sub['points']}/{sub['max_points']}"]
+        # 无法批改的（文件不存在、不是 JSON）没有成绩：表里不写 0 分，JSON 里是 null（CSV 里留空）
+        tally = [f"{sub['passed']}/{len(KEYS)}", f"{sub['points']}/{sub['max_points']}"] if sub["graded"] \
+            else ["—", "无法批改"]
+        assert row.split()[1:] == [words[s] for s in _statuses(sub).values()] + tally
+        assert sub["graded"] or sub["points"] is None and sub["passed"] is None, sub
 
 
 def test_correct_submission_passes_every_exercise(graded):
@@ -399,7 +402,8 @@ def test_weird_file_names_get_one_visible_row_each_and_a_csv_without_formulas(tm
                           cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stdout + proc.stderr
-    rows = [line for line in proc.stdout.splitlines() if f"0/{len(KEYS)}" in line]
+    # 打不开的提交没有成绩：表里这一行的最后两格是“—”和“无法批改”（不是 0/9、0/20）
+    rows = [line for line in proc.stdout.splitlines() if re.search(r"—\s+无法批改$", line)]
     assert len(rows) == len(files) + 1, rows
     assert not any(line.startswith("2024002.ipynb") for line in proc.stdout.splitlines())
     assert any(r.startswith("2024001\\n2024002.ipynb ") for r in rows)

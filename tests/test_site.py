@@ -314,3 +314,19 @@ def test_chinese_search_finds_every_page_that_uses_each_term(html):
 ])
 def test_search_index_key_terms(html, term, docname):
     assert docname in search(load_search_index(html), term)
+
+
+def test_no_link_of_the_site_points_to_an_automatically_numbered_anchor(html):
+    """r36t2 第 11、12 条：全是中文的标题、引文的目标在 docutils 里得到按出现次序编的 id（#id19、#id40），
+    前面多一个标题或一条引文，链接就指到别处。两种语言的每一页，页内目录、标题旁的链接、引文，都不指向这种锚点。
+    （参考文献表里从条目跳回引用处的回链 role="doc-backlink" 除外：它指向 sphinxcontrib-bibtex 给引用处编的 id，
+    没有配置项可改。）"""
+    numbered = re.compile(r'href="([^"]*#id\d+)"')
+    bad = {}
+    for page in sorted(html.rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        for tag in re.findall(r"<a\b[^>]*>", text):
+            found = numbered.search(tag)
+            if found and 'role="doc-backlink"' not in tag:
+                bad.setdefault(page.relative_to(html).as_posix(), []).append(found.group(1))
+    assert bad == {}, {k: v[:5] for k, v in bad.items()}

@@ -195,3 +195,19 @@ def test_the_student_site_offers_the_book_pdf_only_once_its_own_pdf_is_built(tmp
         return [b["label"] for b in context["header_buttons"][0]["buttons"]]
 
     assert menu(True) == ["download-book-pdf-button"] and menu(False) == []
+
+
+def test_student_pages_do_not_point_search_engines_to_the_full_site(built_book, student_site):
+    """r36t2 第 11 条：学生版网站的网页不带指向完整网站（有参考答案）的 og:url、hreflang 和 canonical，
+    也没有列着完整网站网址的 sitemap.xml；语言切换按钮是相对链接，照旧。完整网站保留它们。"""
+    pointing = ('property="og:url"', 'rel="alternate" hreflang=', 'rel="canonical"')
+    pages = sorted(student_site.html.rglob("*.html"))
+    assert len(pages) > 20
+    bad = {p.relative_to(student_site.html).as_posix(): [m for m in pointing if m in p.read_text(encoding="utf-8")]
+           for p in pages}
+    assert {k: v for k, v in bad.items() if v} == {}
+    assert not (student_site.html / "sitemap.xml").exists() and not (student_site.html / "en" / "sitemap.xml").exists()
+    assert 'class="book-edition-switch"><a href="../en/book/homework.html"' in \
+        (student_site.html / "book" / "homework.html").read_text(encoding="utf-8")
+    full = (built_book.html / "book" / "homework.html").read_text(encoding="utf-8")
+    assert all(m in full for m in pointing) and (built_book.html / "sitemap.xml").is_file()

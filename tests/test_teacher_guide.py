@@ -240,3 +240,19 @@ def test_the_units_total_workload_is_computed_from_the_same_estimates_the_sectio
         stated_hw.update({int(a): int(m) for a, m in re.findall(r"作业 (\d) 约 (\d+) 分钟", line)})
     assert (read, exercises, assignments) == (stated_read, stated_ex, stated_hw)
     assert sorted(assignments) == [1, 2, 3, 4, 5]
+
+
+def test_the_guide_prints_the_exact_wheel_file_name_of_its_own_homework_bundle(built_site):
+    """r36t2 第 6 条：批改的安装命令写出作业包里 wheel 的全名（英文版的带 +en），不留 <版本> 让老师自己填。"""
+    import minigpt
+
+    for prefix, version in (("", minigpt.__version__), ("en/", f"{minigpt.__version__}+en")):
+        wheel = f"minigpt_book-{version}-py3-none-any.whl"
+        page = soup(built_site.html / prefix / "book" / "teacher_guide.html")
+        blocks = [pre.get_text() for pre in page.find_all("pre")]
+        assert any(f'pip install "{wheel}[grade]"' in b and "torch==" in b for b in blocks), prefix
+        assert not any("minigpt_book-<" in b for b in blocks), prefix
+        text = page.get_text()
+        assert "<版本>-py3" not in text and "<version>-py3" not in text and "<version>+en" not in text, prefix
+        with zipfile.ZipFile(built_site.html / prefix / "minigpt-homework.zip") as zf:
+            assert f"minigpt-homework/{wheel}" in zf.namelist(), (prefix, zf.namelist())

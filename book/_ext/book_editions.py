@@ -7,6 +7,10 @@
 - 每页 ``<head>`` 里的 ``<link rel="alternate" hreflang=…>``：搜索引擎据此知道两页互为译本
   （sphinx-sitemap 的 hreflang 假定每种语言一个 ``<语言>/`` 前缀，中文在根目录时对不上）。
 
+学生版网站（``hide_solutions``，tools/build_book.py --student）不写指向发布网址的那几样：hreflang、
+``og:url``、``<link rel="canonical">`` 和 sitemap.xml 都指向带参考答案的完整网站，老师把学生版放到公开的网址上，
+搜索引擎就会把学生引到完整网站去（r36t2 第 11 条）。语言切换按钮是相对链接，照旧。
+
 配置：``book_editions`` 列出各个版本（语言代码、在网站里的前缀、按钮上的名字），``book_edition`` 是这一本
 的语言。英文版的配置由 tools/i18n.py 生成，只改 ``book_edition``；按钮上的名字用各自的语言写（“English”
 “中文”），两个版本里都一样。
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
@@ -42,19 +47,24 @@ def site_root(app: Sphinx) -> str:
 
 
 def add_edition_links(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    student = bool(getattr(app.config, "hide_solutions", False))
+    if student:   # 学生版：不指向完整网站（见模块说明）
+        context["pageurl"] = None   # Sphinx 的模板据此写 <link rel="canonical">
+        context["metatags"] = re.sub(r'\n?<meta property="og:url"[^>]*>', "", context.get("metatags", ""))
     if doctree is None and pagename not in ("index",):
         return  # 搜索页、索引页这类没有译本对应关系的页面
     this, others = editions(app)
     depth = pagename.count("/") + this.get("prefix", "").count("/")
     root = site_root(app)
     tags = []
-    for edition in [this] + others:
+    for edition in [this] + others if not student else []:
         url = f"{root}{edition.get('prefix', '')}{pagename}.html"
         tags.append(f'<link rel="alternate" hreflang="{html.escape(edition["hreflang"])}" href="{html.escape(url)}">')
     first = app.config.book_editions[0]
-    tags.append(f'<link rel="alternate" hreflang="x-default" '
-                f'href="{html.escape(root + first.get("prefix", "") + pagename + ".html")}">')
-    context["metatags"] = context.get("metatags", "") + "\n" + "\n".join(tags)
+    if not student:
+        tags.append(f'<link rel="alternate" hreflang="x-default" '
+                    f'href="{html.escape(root + first.get("prefix", "") + pagename + ".html")}">')
+        context["metatags"] = context.get("metatags", "") + "\n" + "\n".join(tags)
     context["book_edition_links"] = [
         {"url": "../" * depth + edition.get("prefix", "") + pagename + ".html",
          "hreflang": edition["hreflang"], "label": edition["label"]}
@@ -83,9 +93,16 @@ class MarkChinese(SphinxPostTransform):
             text.parent.replace(text, [p for p in parts if not (isinstance(p, nodes.Text) and not str(p))])
 
 
+def drop_student_sitemap(app: Sphinx, exception) -> None:
+    """学生版网站不留 sitemap.xml（它列的是完整网站的网址）。在 sphinx-sitemap 写出它（优先级 500）之后。"""
+    if exception is None and getattr(app.config, "hide_solutions", False) and app.builder.format == "html":
+        (Path(app.outdir) / "sitemap.xml").unlink(missing_ok=True)
+
+
 def setup(app: Sphinx) -> dict:
     app.add_post_transform(MarkChinese)
     app.add_config_value("book_editions", [], "html")
     app.add_config_value("book_edition", "", "html")
     app.connect("html-page-context", add_edition_links, priority=510)
+    app.connect("build-finished", drop_student_sitemap, priority=900)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -166,7 +166,7 @@ def strip_solutions(text: str) -> str:
     return SOLUTION_SOURCE.sub(HIDDEN_NOTE + "\n", text)
 
 
-HIDDEN_NOTE = "（这份网站是不带参考答案的学生版。）"
+HIDDEN_NOTE = "（这是不带参考答案的学生版。）"
 
 
 class hidden_solution(nodes.Element):

@@ -15,6 +15,11 @@ locale/zh_CN/LC_MESSAGES/sphinx.po。这里只留配置做不到的事，每一�
 4. **站点根目录的 index.html。** sphinx-external-toc 在根页面不叫 index 时写一个只有一行
    ``<meta refresh>`` 的跳转页（没有 ``lang``、没有标题）；这里先写一个完整的中文跳转页。
 
+5. **中文标题的锚点有稳定的名字。** docutils 的 ``make_id`` 只留 ASCII 字母和数字，全是中文的标题
+   （“上传之前在本机试一次”）于是得到按出现次序编的 ``#id19``：前面多一个标题、一条引文，链接就指到别处。
+   没有标签的标题，这里在读入时把这种 id 换成标题文字本身（``#上传之前在本机试一次``；重名的加 ``-2``……），
+   页内目录和标题旁的链接随之用它（r36t2 第 12 条）。有 ``(标签)=`` 的标题用标签，不受影响。
+
 扩展点：要给某些页面加脚本（例如交互图的库），在 ``html-page-context`` 里 ``app.add_js_file``，
 库文件在 ``builder-inited`` 时复制进输出目录（不要放进 book/_static：那里的每个 .js 都挂到每一页）。
 """
@@ -24,6 +29,10 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+import re
+
+from docutils import nodes
+from docutils.transforms import Transform
 from sphinx.application import Sphinx
 from sphinx.writers.html5 import HTML5Translator
 
@@ -104,9 +113,50 @@ def write_root_redirect(app: Sphinx, exception) -> None:
         favicon=html.escape(favicon)), encoding="utf-8")
 
 
+# ---- 5. 中文标题的稳定锚点 -----------------------------------------------------------------
+
+AUTO_ID = re.compile(r"id\d+")
+
+
+def title_id(title: str) -> str:
+    """标题文字做成的 id：字母、数字和汉字原样（小写），其余的一串字符换成一个“-”。"""
+    return re.sub(r"[\W_]+", "-", title.lower()).strip("-")
+
+
+class StableSectionIds(Transform):
+    """第一个 id 是自动编号（``id19``）的节，换成标题文字做成的 id（见模块说明第 5 条）。
+    在 docutils 把标签传给节（PropagateTargets，260）之后：有标签的节，第一个 id 就是标签。"""
+
+    default_priority = 270
+
+    def apply(self, **kwargs) -> None:
+        doc = self.document
+        for section in list(doc.findall(nodes.section)):
+            ids = section["ids"]
+            if not ids or not AUTO_ID.fullmatch(ids[0]) or not section.children \
+                    or not isinstance(section[0], nodes.title):
+                continue
+            base = title_id(section[0].astext())
+            if not base or AUTO_ID.fullmatch(base):
+                continue
+            new, n = base, 1
+            while new in doc.ids:
+                n += 1
+                new = f"{base}-{n}"
+            old = ids[0]
+            ids[0] = new
+            doc.ids[new] = doc.ids.pop(old, section)
+            for name, ref in list(doc.nameids.items()):
+                if ref == old:
+                    doc.nameids[name] = new
+            for ref in doc.findall(lambda node: isinstance(node, nodes.Element) and node.get("refid") == old):
+                ref["refid"] = new
+
+
 def setup(app: Sphinx) -> dict:
     # pydata-sphinx-theme 在 builder-inited 时把它的 Bootstrap 混入类套在这里登记的写出器上
     app.set_translator("html", CitationListTranslator)
+    app.add_transform(StableSectionIds)
     app.connect("html-page-context", toggle_label_script)  # 在 book_search 的搜索页脚本之后（同为 500，按登记先后）
     app.connect("html-page-context", dedupe_assets, priority=900)  # 在各扩展按页加完脚本之后
     app.connect("build-finished", write_root_redirect, priority=400)  # 先于 sphinx-external-toc（500）

@@ -63,6 +63,11 @@ pip install "torch=={torch}" --index-url https://download.pytorch.org/whl/cpu
 pip install {wheel}
 ```
 
+连不上 PyTorch 的下载网站时（例如只能用 PyPI 的镜像），第三行换成 `pip install` 加一个事先下载好的
+PyTorch {torch} CPU 版 wheel 的文件名（例如 `torch-{torch}+cpu-cp311-cp311-manylinux_2_28_x86_64.whl`，
+cp311 要和你的 Python 版本对得上）：哪一个 torch {torch} 的 CPU 版 wheel 都可以。第四行仍要从 PyPI
+（或镜像）取 numpy 和 matplotlib。
+
 ### macOS
 
 PyPI 上给 macOS 的 PyTorch 本来就只有 CPU 版（在 Apple 芯片上还能用 MPS），直接装：
@@ -73,6 +78,9 @@ source minigpt-env/bin/activate
 pip install "torch=={torch}"
 pip install {wheel}
 ```
+
+第三行也可以换成 `pip install` 加一个事先从 PyPI 下载好的 torch {torch} wheel 的文件名
+（要和你的 Python 版本、芯片对得上）。
 
 ### Windows
 
@@ -85,6 +93,8 @@ pip install "torch=={torch}" --index-url https://download.pytorch.org/whl/cpu
 pip install {wheel}
 ```
 
+连不上 PyTorch 的下载网站时，第三行换成 `pip install` 加一个事先下载好的 PyTorch {torch} CPU 版 wheel 的
+文件名（例如 `torch-{torch}+cpu-cp311-cp311-win_amd64.whl`）：哪一个 torch {torch} 的 CPU 版 wheel 都可以。
 在 PowerShell 里，第二行换成 `minigpt-env\\Scripts\\Activate.ps1`。wheel 的文件名要写全：cmd 和 PowerShell
 不会替 pip 展开 `*`。
 

@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -59,7 +60,8 @@ if [ -z "$PY" ]; then
 fi
 apt-get install -y -q --no-install-recommends "$(basename "$PY")-venv"
 "$PY" -m venv {venv}
-# 先装只用 CPU 的 PyTorch（与本书锁定的版本相同）：从 PyPI 装会带来几个 GB 的 CUDA 库
+# 先装只用 CPU 的 PyTorch（与本书锁定的版本相同）：从 PyPI 装会带来几个 GB 的 CUDA 库。
+# 不想在构建时下载它：把事先下载好的 torch {torch} CPU 版 wheel 放进 zip，这一行换成 pip install ./那个文件名
 {venv}/bin/pip install --no-cache-dir --quiet "torch=={torch}" --index-url {index}
 {venv}/bin/pip install --no-cache-dir --quiet "./{wheel}[grade]"
 chmod -R go-w {venv}
@@ -84,7 +86,9 @@ README = """\
 把这个 zip 原样上传到 Gradescope 编程作业的“配置自动批改程序”页（步骤见本书「教师指南」的
 「在 Gradescope 上批改」一节）。学生交的是作业笔记本 `homework_student.ipynb`（文件名不限，只要一个 .ipynb）。
 
-- `setup.sh`：构建镜像时装 Python、只用 CPU 的 PyTorch {torch} 和本书的包 `{wheel}`；
+- `setup.sh`：构建镜像时装 Python、只用 CPU 的 PyTorch {torch} 和本书的包 `{wheel}`（PyTorch 从它的 CPU 轮子
+  索引下载；不想下载时，把事先下载好的 torch {torch} CPU 版 wheel 放进 zip，`setup.sh` 里装 PyTorch 的那一行
+  换成 `pip install ./` 加它的文件名）；
 - `run_autograder`：批改一份提交，每道小题的得分和说明写进 results.json；
 - `{wheel}`：本书的包（检查器与批改程序）。
 """
@@ -180,6 +184,41 @@ def end_account(uid: int) -> int:
     return before
 
 
+# 谁都能写的临时文件夹：换用户号运行时（没有沙箱）学生的代码也能在这里留下文件
+SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def remove_account_files(uid: int, roots=SHARED_TMP) -> int:
+    """删掉这个用户号在共享的临时文件夹里留下的文件和文件夹（它的进程都结束之后调用），返回删了几个。
+    同一台机器上接着批改的下一份提交就看不到它们（r36t2 第 3 条：上一份留下的 /tmp/fill 让下一份的单元出错）。
+    只走进别人也能写的文件夹（学生的代码只能在那里建东西），不跟随符号链接。"""
+    removed = 0
+    for root in roots:
+        stack = [root]
+        while stack:
+            try:
+                entries = list(os.scandir(stack.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if info.st_uid == uid:
+                    if stat.S_ISDIR(info.st_mode):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        try:
+                            os.unlink(entry.path)
+                        except OSError:
+                            continue
+                    removed += 1
+                elif stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002:
+                    stack.append(entry.path)
+    return removed
+
+
 def isolation(mode: str) -> tuple[bool, int | None, str | None]:
     """学生的代码怎样隔离：(在沙箱里, 沙箱外所用的用户号, 做不到时的原因)。
     mode 是 auto（有沙箱用沙箱，否则换用户号）、sandbox 或 account。"""
@@ -211,7 +250,7 @@ def test_entry(e, worth: int) -> dict:
             "visibility": "visible", "extra_data": {"key": e.key, "result": e.status}}
 
 
-def results_json(result, seconds: float, account: bool = False) -> dict:
+def results_json(result, seconds: float, account: bool = False, chosen: bool = False) -> dict:
     """一份提交的 results.json（Gradescope 的格式：score、output、tests[name, score, max_score, output]……）。"""
     from .report import details
     from .results import exercises, total_points
@@ -221,7 +260,7 @@ def results_json(result, seconds: float, account: bool = False) -> dict:
     score = sum(t["score"] for t in tests)
     lines = [f"得分 {score}/{total_points()}，通过 {result.passed}/{len(tests)} 道小题。"
              "批改看的是笔记本从头运行到结束时每个答案变量的值。"]
-    lines += [n.strip() for n in details(result, account)]
+    lines += [n.strip() for n in details(result, account, chosen)]
     return {"score": score, "execution_time": round(seconds, 1), "output": "\n".join(lines),
             "visibility": "visible", "stdout_visibility": "hidden", "tests": tests,
             "extra_data": {"graded": result.graded, "sandboxed": result.sandboxed}}
@@ -286,12 +325,14 @@ def run(root: Path, mode: str, limits: sandbox.Limits) -> int:
         finally:
             if uid is not None:
                 end_account(uid)
+                remove_account_files(uid)
         if setup.problem is not None:
             print(setup.problem, flush=True)
             return 1
         where = "在沙箱里运行" if sandboxed else f"以用户号 {uid} 运行"
         print(f"{notebook.name}：{result.points} 分，{where}", flush=True)
-    write_results(results_dir, results_json(result, time.monotonic() - started, account=uid is not None))
+    write_results(results_dir, results_json(result, time.monotonic() - started, account=uid is not None,
+                                            chosen=mode == "account"))
     return 0
 
 

@@ -241,6 +241,10 @@ def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Pr
             verdict = replace(verdict, message=f"{note}批改看的是运行结束时答案变量的值，那时它已经不对了。")
         else:
             verdict = replace(verdict, message=f"{verdict.message}（{note}）")
+        if verdict.status == "not_attempted":
+            # 做对了、后来被这道题的单元（常常是不属于任何一道题的“收拾”单元）改回了 None：学生答过，
+            # 不是“未作答”（那是初始代码原样没动）；记“答错”，说明写明哪个单元改了它（r36t2 第 4 条）
+            verdict = replace(verdict, status="wrong")
     if verdict.status == "wrong":
         note = _given_note(exercise, history, cells, inputs)
         if note:

@@ -85,8 +85,10 @@ def format_table(results: list[SubmissionResult], timeout: float,
     header = ["提交"] + [short_name(e.key) for e in exercises()] + ["通过", "得分"]
     rows = []
     for r in results:
-        rows.append([_name(r)] + [STATUS_TEXT[e.status] for e in r.exercises]
-                    + [f"{r.passed}/{len(exercises())}", f"{r.points}/{total_points()}"])
+        # 无法批改的提交没有成绩：和 CSV 里留空一样，不写 0 分（0 分是一个成绩）
+        tally = [f"{r.passed}/{len(exercises())}", f"{r.points}/{total_points()}"] if r.graded \
+            else ["—", "无法批改"]
+        rows.append([_name(r)] + [STATUS_TEXT[e.status] for e in r.exercises] + tally)
     widths = [max(_width(row[i]) for row in [header] + rows) + 2 for i in range(len(header))]
     limit = f"每个代码单元最多运行 {timeout:g} 秒"
     if notebook_timeout is not None:
@@ -105,7 +107,7 @@ def format_table(results: list[SubmissionResult], timeout: float,
     return "\n".join(lines)
 
 
-def details(r: SubmissionResult, account: bool = False) -> list[str]:
+def details(r: SubmissionResult, account: bool = False, chosen: bool = False) -> list[str]:
     """表下一份提交的详情，每个问题只说一次：整份无法批改时只说原因；没通过的小题各一行
     （说明里已经写了它自己那个单元的问题），没作答的小题合成一行；不属于任何小题的单元问题各一行。
     学生自己调用检查器报的 HomeworkWrong、HomeworkNotFilled 不另列：那道题的结果说的就是它。"""
@@ -135,7 +137,10 @@ def details(r: SubmissionResult, account: bool = False) -> list[str]:
     for note in r.notes:
         if note != "kernel_failed":
             notes.append(f"  （{note}）")
-    if not r.sandboxed and account:   # Gradescope 的容器里没有 bubblewrap（gradescope.py 的 isolation）
+    if not r.sandboxed and account and chosen:   # 教师用 --isolation account 选了这条路，bubblewrap 也许能用
+        notes.append("  （没有在沙箱里运行：批改程序用 --isolation account 选定了换用户号，学生的代码以一个单独的、"
+                     "没有特权的用户号运行）")
+    elif not r.sandboxed and account:   # Gradescope 的容器里没有 bubblewrap（gradescope.py 的 isolation）
         notes.append("  （没有在沙箱里运行：这个容器里用不了 bubblewrap，学生的代码以一个单独的、"
                      "没有特权的用户号运行）")
     elif not r.sandboxed:

@@ -94,8 +94,9 @@ class SubmissionResult:
         return {"path": self.path, "id": self.student_id, "sha256": self.sha256,
                 "graded": self.graded, "problem": self.problem,
                 "sandboxed": self.sandboxed,
-                "passed": self.passed, "total": len(exercises()),
-                "points": self.points, "max_points": total_points(),
+                # 无法批改的提交没有成绩：null，和 CSV 里留空一样（0 分是一个成绩）
+                "passed": self.passed if self.graded else None, "total": len(exercises()),
+                "points": self.points if self.graded else None, "max_points": total_points(),
                 "exercises": {e.key: {k: v for k, v in asdict(e).items()
                                       if k not in ("key", "title")}
                               for e in self.exercises},

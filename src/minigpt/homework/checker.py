@@ -157,7 +157,7 @@ def notebook_checker(exercise: Exercise, exercises: tuple = ()) -> Callable[...,
         print(f"{message}\n{note}" if note else message)
 
     check.__name__ = check.__qualname__ = exercise.checker
-    check.__doc__ = judge.__doc__
+    check.__doc__ = exercise.doc   # 不是 judge.__doc__：那里写着怎么算出正确答案
     check.__module__ = judge.__module__
     check.__signature__ = signature.replace(return_annotation="None")
     check.judge = judge

@@ -23,6 +23,7 @@ class Exercise:
     title: str
     judge: Callable[..., str]     # judge(答案…, 题目数据…) → 通过时的消息；不对时抛检查器的异常
     points: int = 2               # 这道小题的分数（批改表、CSV 和作业页都用它）
+    section: int = 0              # 讲这道题的内容的那一节（check_xxx? 的说明里指给学生）
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -51,6 +52,20 @@ class Exercise:
             return f"作业 {number}"
         ordinal = ORDINALS[ord(self.key[len(number)]) - ord("a")]
         return f"作业 {number}（{ordinal}）"
+
+    @property
+    def doc(self) -> str:
+        """笔记本里 ``check_xxx?`` 显示的说明：检查哪些变量、不对时会怎样，不写怎么算。
+
+        判题函数的文档写着正确答案的算法，是给维护者看的，不给学生的 ``check_xxx?``。
+        """
+        sep = "、"
+        answers, given = sep.join(self.answers), sep.join(self.given)
+        data = f"，题目数据 {given} 照初始代码传进来" if given else ""
+        return (f"{self.title}（见第 {self.section} 节），{self.points} 分。\n\n"
+                f"检查答案变量 {answers}{data}。对了打印一行 ✔；"
+                "没填抛出 HomeworkNotFilled，不对抛出 HomeworkWrong，"
+                "说明最可能错在哪一步，但不给出正确的值。批改程序判的是同一件事。")
 
     def run(self, answers: dict, inputs: dict) -> str:
         """用答案变量和题目数据判这道题：通过时返回消息，答错、没填时抛检查器的异常。"""

@@ -19,16 +19,16 @@ from .score_matrix import judge_score_matrix
 from .split_merge import judge_split_merge
 
 EXERCISES = (
-    Exercise("1a", "作业 1（一）一个分数", judge_dot_score, points=1),
-    Exercise("1b", "作业 1（二）分数矩阵", judge_score_matrix),
-    Exercise("2a", "作业 2（一）遮蔽矩阵", judge_causal_mask),
-    Exercise("2b", "作业 2（二）遮蔽后的权重", judge_masked_weights, points=3),
-    Exercise("3", "作业 3 FFN 的参数个数", judge_ffn_params),
+    Exercise("1a", "作业 1（一）一个分数", judge_dot_score, points=1, section=2),
+    Exercise("1b", "作业 1（二）分数矩阵", judge_score_matrix, section=2),
+    Exercise("2a", "作业 2（一）遮蔽矩阵", judge_causal_mask, section=3),
+    Exercise("2b", "作业 2（二）遮蔽后的权重", judge_masked_weights, points=3, section=3),
+    Exercise("3", "作业 3 FFN 的参数个数", judge_ffn_params, section=5),
     # 以下是本书补充的题（来源教程的作业只有上面三道）
-    Exercise("4a", "作业 4（一）拆成各头、再合并", judge_split_merge),
-    Exercise("4b", "作业 4（二）多头注意力的输出", judge_mha_output, points=3),
-    Exercise("5a", "作业 5（一）亲手算 LayerNorm", judge_layer_norm),
-    Exercise("5b", "作业 5（二）组装 Post-LN Block", judge_block_output, points=3),
+    Exercise("4a", "作业 4（一）拆成各头、再合并", judge_split_merge, section=4),
+    Exercise("4b", "作业 4（二）多头注意力的输出", judge_mha_output, points=3, section=4),
+    Exercise("5a", "作业 5（一）亲手算 LayerNorm", judge_layer_norm, section=6),
+    Exercise("5b", "作业 5（二）组装 Post-LN Block", judge_block_output, points=3, section=6),
 )
 
 # 笔记本里调用的检查器：{check_xxx: 检查器}
