@@ -69,32 +69,37 @@ def test_only_the_known_ipykernel_shutdown_race_is_excused_from_the_traceback_ch
     assert len(tracebacks(other_zmq)) == 1
 
 
-def build_fixture(tmp_path, name, **config_changes):
-    page = (FAILING_PAGES / f"{name}.md").read_text(encoding="utf-8")
-    root = make_mini_book(tmp_path, {name: page}, config_changes)
-    return run_build(root, timeout=600)
+BAD_PAGES = ("cell_raises", "writes_stderr", "emits_warning", "broken_xref")
+ROOT_PAGE = "# 样例书\n\n只用来做目录的根页面。\n"
 
 
-def test_fixture_harness_builds_a_good_page(tmp_path):
-    """对照组：同样的搭法，页面没问题时构建成功，且 HTML 里有执行结果。"""
-    result = build_fixture(tmp_path, "all_good")
-    assert result.returncode == 0, result.output[-4000:]
-    assert "fixture-ok-42" in (result.html / "all_good.html").read_text(encoding="utf-8")
+@pytest.fixture(scope="module")
+def failing_book(tmp_path_factory, shared_font_cache):
+    """一本小书装下每一种坏页面（单元抛异常、写 stderr、发警告、引用落空、运行超时）和一页好页面，
+    构建一次（--workers 1：不并行预执行，由 Sphinx 一页一页地执行，同只有一页要执行时的路径）。
+    构建总是带 -W --keep-going：每一页的警告或错误都报出来，任何一条都让构建失败。返回 (结果, 用时)。"""
+    pages = {"index": ROOT_PAGE}
+    for name in ("all_good", *BAD_PAGES, "runs_too_long"):
+        pages[name] = (FAILING_PAGES / f"{name}.md").read_text(encoding="utf-8")
+    root = make_mini_book(tmp_path_factory.mktemp("failing"), pages, {"execute.timeout": 3})
+    start = time.monotonic()
+    result = run_build(root, "--workers", "1", timeout=600)
+    return result, time.monotonic() - start
 
 
-@pytest.mark.parametrize(
-    "name, config_changes",
-    [
-        ("cell_raises", {}),
-        ("writes_stderr", {}),
-        ("emits_warning", {}),
-        ("broken_xref", {}),
-    ],
-)
-def test_bad_page_fails_the_build_and_names_the_page(tmp_path, name, config_changes):
-    result = build_fixture(tmp_path, name, **config_changes)
+@pytest.mark.parametrize("name", BAD_PAGES)
+def test_bad_page_fails_the_build_and_names_the_page(failing_book, name):
+    result, _ = failing_book
     assert result.returncode != 0, f"{name}: 构建本应失败却成功了\n{result.output[-4000:]}"
     assert _names_the_page(result.output, name), f"{name}: 输出里没有指名该页面的警告或错误\n{result.output[-4000:]}"
+
+
+def test_a_good_page_beside_bad_ones_is_executed_and_not_named(failing_book):
+    """同一本书里的好页面照常执行（HTML 里有它的输出），输出里没有指名它的警告或错误：
+    上面那些页面被指名，是因为它们坏，不是因为这样搭的书每页都会被指名。"""
+    result, _ = failing_book
+    assert "fixture-ok-42" in (result.html / "all_good.html").read_text(encoding="utf-8"), result.output[-4000:]
+    assert not _names_the_page(result.output, "all_good"), result.output[-4000:]
 
 
 def _names_the_page(output: str, name: str) -> bool:
@@ -102,12 +107,11 @@ def _names_the_page(output: str, name: str) -> bool:
     return any(f"{name}.md" in line and ("WARNING" in line or "ERROR" in line) for line in output.splitlines())
 
 
-def test_timeout_fixture_is_stopped_by_the_timeout_not_by_the_test(tmp_path):
-    """超时样例睡 60 秒、超时设 3 秒：构建应在远小于 60 秒内结束，报告超时，并且和上面几种坏页面一样指名页面。"""
-    start = time.monotonic()
-    result = build_fixture(tmp_path, "runs_too_long", **{"execute.timeout": 3})
+def test_timeout_fixture_is_stopped_by_the_timeout_not_by_the_test(failing_book):
+    """超时样例睡 60 秒、超时设 3 秒：整本小书的构建应在远小于 60 秒内结束，报告超时，并且和上面几种坏页面一样指名页面。"""
+    result, seconds = failing_book
     assert result.returncode != 0
-    assert time.monotonic() - start < 55, "构建没有被执行超时打断"
+    assert seconds < 55, "构建没有被执行超时打断"
     assert "CellTimeoutError" in result.output, result.output[-4000:]
     assert _names_the_page(result.output, "runs_too_long"), result.output[-4000:]
 
@@ -135,8 +139,6 @@ def test_the_font_cache_is_ready_before_the_first_page_runs(tmp_path, monkeypatc
 
 
 # ---------------------------------------------------------------- 并行预执行、执行缓存、被打断的构建
-
-ROOT_PAGE = "# 样例书\n\n只用来做目录的根页面。\n"
 
 
 def test_parallel_preexecution_names_every_failing_page(tmp_path):
@@ -389,28 +391,6 @@ def test_interrupted_build_is_followed_by_a_build_equal_to_a_cold_one(tmp_path):
     assert "held-page-done 45" in got["slow"] and "fast-page-done 42" in got["fast"]
 
 
-def test_a_no_op_mini_build_starts_no_sphinx_and_writes_nothing(tmp_path):
-    """同一本小书构建两次、中间什么都不改：第二次不启动 Sphinx，_build/html 下每个文件的修改时间都不变；
-    改一页的一个字之后再构建，又会真正重建。"""
-    pages = {"index": ROOT_PAGE, "a": _code_page("甲", "print('a-done', 6 * 7)")}
-    root = make_mini_book(tmp_path, pages)
-    assert run_build(root, timeout=600).returncode == 0
-    before = _mtimes(root / "_build" / "html")
-    again = run_build(root, timeout=600)
-    assert again.returncode == 0 and "没有改动" in again.output and "jupyter-book build" not in again.output
-    assert _mtimes(root / "_build" / "html") == before
-    page = root / "a.md"
-    page.write_text(page.read_text(encoding="utf-8") + "\n又加了一句。\n", encoding="utf-8")
-    edited = run_build(root, timeout=600)
-    assert edited.returncode == 0 and "jupyter-book build" in edited.output
-    assert "又加了一句" in (root / "_build" / "html" / "a.html").read_text(encoding="utf-8")
-
-
-def _mtimes(folder: Path) -> dict[str, int]:
-    return {p.relative_to(folder).as_posix(): p.stat().st_mtime_ns for p in sorted(folder.rglob("*"))
-            if p.is_file()}
-
-
 APPENDIX_PAGE = """# 附录：样例
 
 ```{figure} book/_static/favicon.svg
@@ -424,26 +404,59 @@ APPENDIX_PAGE = """# 附录：样例
 """
 
 
-def test_editing_one_page_rewrites_that_page_and_leaves_the_appendix_alone(tmp_path):
+@pytest.fixture(scope="module")
+def rebuilt_book(tmp_path_factory, shared_font_cache):
+    """一本好的小书（一页代码、一页附录、一页好样例）构建三次：冷构建；什么都不改再构建；改了页面 a 的一句话再构建。
+    记下每次的结果，以及 _build/html 在第一次之后、第二次之后各文件的修改时间。"""
+    pages = {"index": ROOT_PAGE, "all_good": (FAILING_PAGES / "all_good.md").read_text(encoding="utf-8"),
+             "a": _code_page("甲", "print('a-done', 6 * 7)"), "appx": APPENDIX_PAGE}
+    root = make_mini_book(tmp_path_factory.mktemp("rebuilt"), pages, {"sphinx.config.book_appendices": {"appx": "A"}})
+    first = run_build(root, timeout=600)
+    after_first = _mtimes(root / "_build" / "html") if first.returncode == 0 else {}
+    again = run_build(root, timeout=600)
+    after_again = _mtimes(root / "_build" / "html") if again.returncode == 0 else {}
+    page = root / "a.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\n又加了一句。\n", encoding="utf-8")
+    edited = run_build(root, timeout=600)
+    return {"root": root, "first": first, "again": again, "edited": edited,
+            "after_first": after_first, "after_again": after_again}
+
+
+def test_fixture_harness_builds_a_good_page(rebuilt_book):
+    """对照组：同样的搭法（make_mini_book + 真实的构建脚本），页面没问题时构建成功，且 HTML 里有执行结果。"""
+    first = rebuilt_book["first"]
+    assert first.returncode == 0, first.output[-4000:]
+    assert "fixture-ok-42" in (first.html / "all_good.html").read_text(encoding="utf-8")
+
+
+def test_a_no_op_mini_build_starts_no_sphinx_and_writes_nothing(rebuilt_book):
+    """同一本小书构建两次、中间什么都不改：第二次不启动 Sphinx，_build/html 下每个文件的修改时间都不变；
+    改一页的一个字之后再构建，又会真正重建。"""
+    first, again, edited = rebuilt_book["first"], rebuilt_book["again"], rebuilt_book["edited"]
+    assert first.returncode == 0, first.output[-4000:]
+    assert again.returncode == 0 and "没有改动" in again.output and "jupyter-book build" not in again.output
+    assert rebuilt_book["after_again"] == rebuilt_book["after_first"]
+    assert edited.returncode == 0 and "jupyter-book build" in edited.output
+    assert "又加了一句" in (rebuilt_book["root"] / "_build" / "html" / "a.html").read_text(encoding="utf-8")
+
+
+def _mtimes(folder: Path) -> dict[str, int]:
+    return {p.relative_to(folder).as_posix(): p.stat().st_mtime_ns for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def test_editing_one_page_rewrites_that_page_and_leaves_the_appendix_alone(rebuilt_book):
     """附录的图编号（A.1）在每次写出前才改（book_appendix）：改了别的页面，附录页不会因为“编号变了”被重写，
     编号照样是 A.1。（以前每次构建都把附录和目录页标成过期、重写一遍。）"""
-    pages = {"index": ROOT_PAGE, "a": "# 第一页\n\n正文。\n", "appx": APPENDIX_PAGE}
-    root = make_mini_book(tmp_path, pages, {"sphinx.config.book_appendices": {"appx": "A"}})
-    first = run_build(root, timeout=600)
+    first, second = rebuilt_book["first"], rebuilt_book["edited"]
     assert first.returncode == 0, first.output[-4000:]
-    appendix_html = root / "_build" / "html" / "appx.html"
-    assert "图 A.1" in appendix_html.read_text(encoding="utf-8")
-    written_before = appendix_html.stat().st_mtime_ns
-
-    page = root / "a.md"
-    page.write_text(page.read_text(encoding="utf-8") + "\n再加一句。\n", encoding="utf-8")
-    second = run_build(root, timeout=600)
+    appendix_html = rebuilt_book["root"] / "_build" / "html" / "appx.html"
     assert second.returncode == 0, second.output[-4000:]
     written = re.findall(r"writing output\.\.\. (?:\x1b\[[0-9;]*m)*\[\s*\d+%\] (?:\x1b\[[0-9;]*m)*([\w/]+)",
                          second.output)
     assert "a" in written and "appx" not in written, written
     assert "now-outdated files... none found" in re.sub(r"\x1b\[[0-9;]*m", "", second.output)
-    assert appendix_html.stat().st_mtime_ns == written_before
+    assert appendix_html.stat().st_mtime_ns == rebuilt_book["after_first"]["appx.html"]
     assert "图 A.1" in appendix_html.read_text(encoding="utf-8")
 
 

@@ -12,6 +12,9 @@ run_autograder（用本项目的虚拟环境代替 setup.sh 装的那个：setup
 提交：参考答案（满分）、初始笔记本（未作答）、做了一半的、没有单元的、不是 JSON 的、没有笔记本的，
 沙箱测试的全部恶意提交，以及一份想伪造 results.json 的。results.json 按 Gradescope 规范的字段核对，
 分数与命令行批改程序对同一批笔记本的结果核对。
+
+完整的模拟（每份一个内核）只跑有代表性的那些：未作答的与做了一半的两份只由命令行批改一次，它们的 results.json
+由 run_autograder 用的同一个函数（gradescope.results_json）从命令行的结果写出，再照样核对（见 CONVERTED）。
 """
 
 from __future__ import annotations
@@ -214,7 +217,7 @@ def runs(autograder_zip, tmp_path_factory):
     for mode in ("sandbox", "account"):
         root = tmp_path_factory.mktemp(f"gs-{mode}")
         for name, text in _notebooks("/autograder/results" if mode == "account" else "").items():
-            if mode == "account" and name in ("empty", "invalid_json", "placeholders"):
+            if name in CONVERTED or (mode == "account" and name in ("empty", "invalid_json")):
                 continue
             ag = _layout(root / name, autograder_zip, text, forged_before=(name == "forge"))
             if mode == "sandbox" and name == "forge":   # 沙箱外的结果文件夹在哪，学生的代码写的是真实路径
@@ -265,6 +268,20 @@ def _check_spec(data: dict) -> None:
     assert data["score"] == sum(t["score"] for t in data["tests"])
 
 
+# 不完整模拟、由命令行的结果经 gradescope.results_json 写出 results.json 的（run_autograder 批改之后调用的也是它）：
+# 它们与参考答案走同一条路，只是分数不同；分数怎样写进 results.json 由这个函数决定
+CONVERTED = ("placeholders", "half")
+
+
+@pytest.fixture(scope="module")
+def converted(runs) -> dict:
+    """{名字: results.json}：CONVERTED 里的几份，从命令行批改的报告（SubmissionResult.from_json 读回）写出。"""
+    from minigpt.grading.results import SubmissionResult
+
+    _, cli, _ = runs
+    return {name: gradescope.results_json(SubmissionResult.from_json(cli[name]), 0.0) for name in CONVERTED}
+
+
 def _points(data: dict) -> dict[str, float]:
     return {t["extra_data"]["key"]: t["score"] for t in data["tests"]}
 
@@ -279,21 +296,27 @@ def test_every_run_exits_0_and_writes_a_results_json_per_the_specification(runs)
 
 
 @pytest.mark.kernel
-def test_the_scores_are_the_command_line_graders_for_the_same_notebooks(runs):
+def test_the_scores_are_the_command_line_graders_for_the_same_notebooks(runs, converted):
     done, cli, _ = runs
     from minigpt.homework import EXERCISES
 
     worth = {e.key: e.points for e in EXERCISES}
     compared = 0
-    for (mode, name), run in done.items():
+    datas = [((mode, name), run["data"]) for (mode, name), run in done.items()]
+    datas += [(("converted", name), data) for name, data in converted.items()]
+    for (mode, name), data in datas:
         if name not in cli:
             continue
+        _check_spec(data)
         expected = {k: worth[k] if v["status"] == "passed" else 0 for k, v in cli[name]["exercises"].items()}
-        assert _points(run["data"]) == expected, (mode, name)
+        assert _points(data) == expected, (mode, name)
         # 无法批改的提交：命令行没有成绩（points 是 null），Gradescope 给 0 分（教师指南的对照表）
-        assert run["data"]["score"] == (cli[name]["points"] if cli[name]["graded"] else 0), (mode, name)
+        assert data["score"] == (cli[name]["points"] if cli[name]["graded"] else 0), (mode, name)
         compared += 1
-    assert compared == 9   # 沙箱里 6 份、换用户号的 3 份（参考答案、做了一半的、伪造的）
+    # 完整模拟的：沙箱里 4 份（参考答案、伪造的、没有单元的、不是 JSON 的）、换用户号的 2 份（参考答案、伪造的）；
+    # 由命令行的结果写出的 2 份（未作答的、做了一半的）。命令行批改的 6 份每份至少核对一次
+    assert compared == 8
+    assert set(cli) <= {name for (_, name), _ in datas}
     assert cli["correct"]["points"] == TOTAL and cli["placeholders"]["points"] == 0
     assert 0 < cli["half"]["points"] < TOTAL
 
@@ -310,9 +333,9 @@ def test_the_reference_solutions_get_full_marks_with_each_parts_checker_message(
 
 
 @pytest.mark.kernel
-def test_empty_broken_and_missing_notebooks_get_zero_with_a_message_that_says_why(runs):
+def test_empty_broken_and_missing_notebooks_get_zero_with_a_message_that_says_why(runs, converted):
     done, _, _ = runs
-    placeholders = done[("sandbox", "placeholders")]["data"]
+    placeholders = converted["placeholders"]
     assert placeholders["score"] == 0 and all(t["output"].startswith("未作答") for t in placeholders["tests"])
     for name in ("empty", "invalid_json"):
         data = done[("sandbox", name)]["data"]

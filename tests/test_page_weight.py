@@ -92,3 +92,30 @@ def test_every_page_of_both_editions_is_within_budget(html, pages):
     print("\n" + site_weight.report(html, results))
     problems = site_weight.budget_problems(html, results)
     assert not problems, "超出预算的页面：\n" + "\n".join(problems)
+
+
+def test_a_cleared_cache_fetches_every_file_again_like_a_new_context(html):
+    """site_weight.measure 量首次访问时不再每页开一个新的浏览器上下文，而是在同一个上下文里先清空缓存
+    （Meter.fresh_cache）。清空之后再开同一页，传输的文件与字节和全新上下文里的第一次访问相同；不清空时
+    （缓存里已有），传输的要少得多：否则上面的预算量的就不是首次访问。favicon 由浏览器另行取，时有时无，不算。"""
+    from playwright.sync_api import sync_playwright
+
+    page = "book/s2_scaled_dot_product.html"
+
+    def files(visit):
+        return {url: size for url, size in visit.files.items() if "favicon" not in url}
+
+    with site_weight.GzipSite(html) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=site_weight.shutil.which("chromium"),
+                                    args=site_weight.chromium_args())
+        try:
+            meter = site_weight.Meter(browser, base)
+            first = meter.visit(page)
+            cached = meter.visit(page)
+            meter.fresh_cache()
+            cleared = meter.visit(page)
+            meter.close()
+        finally:
+            browser.close()
+    assert files(first) and files(cleared) == files(first)
+    assert sum(files(cached).values()) < sum(files(first).values()) / 2, (cached.files, first.files)

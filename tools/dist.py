@@ -96,13 +96,15 @@ def check_student_site(student: Path) -> None:
         raise SystemExit(f"[dist] {student / 'html'} 里没有英文的学生版网站（en/，build_book.py --lang en --student）")
 
 
-def publish_student_site(student_html: Path, site_html: Path) -> Path:
+def publish_student_site(student_html: Path, site_html: Path, zipped: Path | None = None) -> Path:
     """两种语言的学生版网站打成 zip，放到网站根目录（教师指南的 {book-student-site} 链接它）。
-    zip 逐字节可重现：内容没变时不重写文件（make html 再运行一次不改动网站）。"""
+    zip 逐字节可重现：内容没变时不重写文件（make html 再运行一次不改动网站）。
+    zipped：已经由 zip_site 从同一个 student_html 打好的 zip（collect 刚为 dist/ 打过），直接用它，不再打一遍。"""
     target = site_html / student_site_on_site()
     with tempfile.TemporaryDirectory(prefix="student-site-") as tmp:
-        fresh = Path(tmp) / target.name
-        zip_site(student_html, fresh, f"{BOOK}-student-{version()}")
+        fresh = zipped or Path(tmp) / target.name
+        if zipped is None:
+            zip_site(student_html, fresh, f"{BOOK}-student-{version()}")
         if not (target.is_file() and target.read_bytes() == fresh.read_bytes()):
             shutil.copyfile(fresh, target)
     return target
@@ -167,7 +169,7 @@ def collect(build_root: Path, out: Path, student_root: Path | None = None) -> di
         shutil.copy2(source, made[kind])
     made["student_site"] = out / names["student_site"]
     zip_site(student / "html", made["student_site"], f"{BOOK}-student-{v}")
-    publish_student_site(student / "html", html)  # 网站上也有一份：教师指南链接它，网站压缩包里因而也有
+    publish_student_site(student / "html", html, made["student_site"])  # 网站上也有一份：教师指南链接它，网站压缩包里因而也有
     made["site"] = out / names["site"]
     zip_site(html, made["site"], f"{BOOK}-{v}")
     sdist = build_sdist(out)
