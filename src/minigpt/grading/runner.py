@@ -422,7 +422,9 @@ class NotebookRun:
         try:
             return await self._probe(client, client.km, self.final_nonce, PROBE_TIMEOUT)
         except (CellTimeoutError, DeadKernelError):
-            return None
+            # 探针没有回答（学生的代码换掉了它、让它卡住，或者它运行时内核退出了）：和探针被注销一样，
+            # 是“探针没有输出答案”，不是“没有这个变量”（r36c F3）
+            return ""
 
     async def _probe(self, client, km, nonce: str, timeout: float) -> str:
         """运行一次探针，返回它送出的文字。发的是 comm_open 消息：内核直接调用预热时登记的探针，
