@@ -100,3 +100,32 @@ def test_a_probe_target_that_never_answers_is_said_to_give_no_answer_not_missing
     sub = subs["hostile_probe_target_hang"]
     assert sub["graded"] and "探针没有输出答案" in sub["problem"], sub
     assert not any("没有变量" in e["message"] for e in sub["exercises"].values())
+
+
+SHADOW_BUILTINS = """\
+import builtins
+builtins.isinstance = lambda *a, **k: True
+builtins.len = lambda x: 0
+builtins.repr = lambda x: 'forged'
+builtins.__import__ = None"""
+
+
+@pytest.mark.kernel
+def test_a_kernel_hung_by_replaced_builtins_is_not_reported_as_a_slow_cell(tmp_path):
+    """r36c F8（H05）：最后一个单元换掉内置函数，它自己一下子就运行完了，内核却再也不回到空闲。以前只说
+    “运行超过 30 秒，已结束内核”，像是单元里的循环太慢；现在说出它换掉了内置函数、内核因此卡住。分数照旧。"""
+    from minigpt.grading import sandbox
+    from minigpt.grading.judge import grade_submission
+
+    reason = sandbox.unavailable()
+    if reason:
+        pytest.skip(f"这台机器上沙箱起不来：{reason}")
+    nb = copy.deepcopy(nbformat.read(CORRECT, as_version=4))
+    nb.cells.append(nbformat.v4.new_code_cell(SHADOW_BUILTINS))
+    path = tmp_path / "student.ipynb"
+    nbformat.write(nb, path)
+    result = grade_submission(path, sandbox.Limits(timeout=5, notebook_timeout=200))
+    assert result.graded and {e.status for e in result.exercises} == {"passed"}, result.exercises
+    last = [p for p in result.cell_problems if p.cell == len([c for c in nb.cells if c.cell_type == "code"])]
+    assert len(last) == 1 and last[0].kind == "timeout", result.cell_problems
+    assert "换掉了内置函数（builtins）" in last[0].message and "内核因此卡住" in last[0].message

@@ -457,6 +457,16 @@ def _heads_cases():
     add("丢了 batch 维", lambda x: x["x"][0].view(3, 2, 4).transpose(0, 1),
         lambda x: x["x"][0].view(3, 2, 4).reshape(3, 8), "shape_no_batch")
     add("heads 之后又 transpose 了一次", lambda x: _split(x["x"]).transpose(2, 3), right_m, "shape_seq_d_k_swapped")
+    # 教师试用报告 r36c 的 F7：以前只说“与正确结果不一致”或一句光秃秃的形状
+    add("合并时头的顺序反了", right_h, lambda x: torch.cat([_split(x["x"])[:, 1], _split(x["x"])[:, 0]], dim=-1),
+        "merge_heads_reversed")
+    add("合并成了各头之和", right_h, lambda x: _split(x["x"]).sum(1), "merge_summed")
+    add("合并后 reshape 成 [1, 8, 3]", right_h, lambda x: _split(x["x"]).transpose(1, 2).reshape(1, 8, 3),
+        "merge_seq_d_model_swapped")
+    add("先把 x 转置再 reshape", lambda x: x["x"].transpose(1, 2).reshape(1, 2, 3, 4),
+        lambda x: x["x"].transpose(1, 2).reshape(1, 2, 3, 4).transpose(1, 2).reshape(1, 3, 8),
+        "split_after_transposing_x")
+    add("拆头时除以了 √d_k", lambda x: _split(x["x"] / 2), lambda x: x["x"] / 2, "split_scaled")
     return c
 
 
@@ -660,6 +670,11 @@ def _block_cases():
     add("mask [1, 1, 3, 3]", lambda x: x["block"](x["x"], causal_mask(3)[None, None]), "pass")
     add("bool mask", lambda x: x["block"](x["x"], causal_mask(3).bool()), "pass")
     add("没传 mask", lambda x: x["block"](x["x"]), "no_mask")
+    # r36c F7：转置了的遮蔽、Pre-LN 加最后一个 LayerNorm（GPT-2 的排法）
+    add("block.attn(x, block_mask.T)", lambda x: (lambda x1: x["block"].ln_ffn(x1 + x["block"].ffn(x1)))(
+        x["block"].ln_attn(x["x"] + x["block"].attn(x["x"], causal_mask(3).T))), "mask_transposed")
+    add("Pre-LN，最后再 ln_ffn", lambda x: (lambda p: x["block"].ln_ffn(p + x["block"].ffn(x["block"].ln_ffn(p))))(
+        x["x"] + x["block"].attn(x["block"].ln_attn(x["x"]), causal_mask(3))), "pre_ln_final_norm")
     add("Pre-LN", lambda x: _block_ref(x, order="pre"), "pre_ln")
     add("残差加在 LN 之后", lambda x: _block_ref(x, order="residual_after_norm"), "residual_after_norm")
     add("LN 前后各一次", lambda x: x["block"].ln_ffn((lambda x1: x1 + x["block"].ffn(x["block"].ln_ffn(x1)))(

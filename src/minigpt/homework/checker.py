@@ -123,10 +123,13 @@ def _broken_since_passed(namespace: dict, current: Exercise, exercises) -> str:
             continue
         gone = [n for n in exercise.answers if n not in namespace]
         if gone:
+            # 删除它的单元是哪一个，检查器不知道：两种情形的后果都说清楚（r36c F6：只说“若是别的题的单元”，
+            # 在这道题自己的单元里 del 的学生读成了“没关系”，批改却说没有这个变量）
             notes.append(f"{_lead(exercise, gone)}后来被删除了（del）。"
-                         f"删除它的若是别的题的单元，"
+                         f"删除它的若是 {exercise.part} 自己的单元（例如在检查器之后 del），"
+                         f"批改就说没有这个变量，这道题不得分；若是别的题的单元，"
                          f"批改仍按 {exercise.part} 自己的单元运行完时的值给分。"
-                         "不过最好别删它。")
+                         f"请删掉那一行 del，重新运行 {exercise.part} 的单元。")
             del _PASSED[exercise.key]
             continue
         try:

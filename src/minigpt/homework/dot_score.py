@@ -187,7 +187,7 @@ def judge_dot_score(score, q, k, Q=None, K=None) -> str:
     copied = copied_decimals(s, data.truth, spread)
     if copied is not None:   # 照着 ✔ 消息或答案里打印的数抄的：在容差之内，也不算
         raise HomeworkWrong("检查 score 是否等于 q 与 k 的点积：它不是算出来的。"
-                            f"{copied_hint(copied)}", "rounding")
+                            f"{copied_hint(copied, one=True)}", "rounding")
     if close(s, data.truth):
         return passed(1, f"score = {s.item():.4f}，等于 q 与 k 的点积")
     d_k = q.shape[-1]
