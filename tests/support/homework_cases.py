@@ -112,6 +112,7 @@ def _dot_cases():
     add("Q = Q / √d_k 之后再取 q", lambda x: dot(x) / 2, "scaled",
         lambda x: {"q": x["q"] / 2, "Q": x["Q"] / 2})
     add("加了 1", lambda x: dot(x) + 1, "plus_one")
+    add("没缩放就 softmax 的权重（r36c F7）", lambda x: torch.softmax(x["Q"][1] @ x["K"].T, -1)[2], "attention_weight")
     add("(q + k).sum()", lambda x: (x["q"] + x["k"]).sum(), "sum_of_sums")
     add("只有 q.sum()", lambda x: x["q"].sum(), "only_q")
     add("除以 d_k（q @ k / 4）", lambda x: x["q"] @ x["k"] / 4, "mean")
@@ -592,6 +593,12 @@ def _ln_cases():
         Case("5a", label, lambda x, m=make: {"ln_out": m(x)}, expect, given or (lambda x: {})))
     add("F.layer_norm", lambda x: F.layer_norm(x["h"], (8,), x["gamma"], x["beta"], 1e-5), "pass")
     add("一步一步", lambda x: _ln_ref(x), "pass")
+    # r36c F7：方差没有减均值（二阶矩）、分母开了两次平方根
+    mu = lambda x: x["h"].mean(-1, keepdim=True)
+    add("var = (h ** 2).mean(-1)", lambda x: x["gamma"] * (x["h"] - mu(x)) / torch.sqrt(
+        (x["h"] ** 2).mean(-1, keepdim=True) + 1e-5) + x["beta"], "variance_not_centered")
+    add("/ torch.sqrt(var.sqrt() + eps)", lambda x: x["gamma"] * (x["h"] - mu(x)) / torch.sqrt(
+        x["h"].var(-1, keepdim=True, unbiased=False).sqrt() + 1e-5) + x["beta"], "sqrt_of_std")
 
     def module(x):
         ln = torch.nn.LayerNorm(8)
