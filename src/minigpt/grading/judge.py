@@ -268,8 +268,12 @@ def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Pr
             if not any(_mentions(n, source) for n in names):
                 # 那个单元的代码里没有这些名字：也许原地改了它们 view 的张量，也许动了批改程序的探针（r36c F2：
                 # 学生取得签名、让探针交回编的值）。只说看到了什么，不说那个单元做了什么
-                note = (f"注意：代码单元 {changed_in + 1} 运行之后，批改程序读到的 {listed} 变了，那个单元的代码里"
-                        f"却没有 {listed} 这个名字（也许原地修改了它所 view 的张量，也许动了批改程序读答案的探针）。")
+                if len(names) > 1:
+                    note = (f"注意：代码单元 {changed_in + 1} 运行之后，批改程序读到的 {listed} 都变了，那个单元的代码里"
+                            f"却没有这些名字（也许原地修改了它们所 view 的张量，也许动了批改程序读答案的探针）。")
+                else:
+                    note = (f"注意：代码单元 {changed_in + 1} 运行之后，批改程序读到的 {listed} 变了，那个单元的代码里"
+                            f"却没有 {listed} 这个名字（也许原地修改了它所 view 的张量，也许动了批改程序读答案的探针）。")
             elif len(names) > 1:
                 note = f"注意：{listed} 都在代码单元 {changed_in + 1} 里{how}{why}。"
             else:
