@@ -360,3 +360,19 @@ def test_bibtex_titles_stay_as_published():
 
     source = "@misc{x,\n  title = {{中文标题}},\n  howpublished = {中文教程},\n}\n"
     assert [p.text for p in tx.bib_pieces(source)] == ["中文教程"]
+
+
+def test_the_english_hints_say_this_number_for_one_number_and_stay_lower_case_after_a_colon():
+    """r36c F9：score 只是一个数，英文却说 "Your numbers look rounded to 4 decimal places"；constant_offset 那句
+    跟在 "Checking each element of S:" 后面，却以大写的 "Every" 开头。"""
+    from minigpt.homework import hints
+
+    tr = i18n.translations(i18n.locale_dir(REPO) / "code.po")
+    for d in (0, 1, 4):
+        one, many = hints.copied_hint(d, one=True), hints.copied_hint(d)
+        assert one != many
+    assert tr["这个数像是四舍五入到了 {d} 位小数"].startswith("This number looks rounded")
+    assert tr["这个数像是四舍五入到了 1 位小数"] == "This number looks rounded to 1 decimal place"
+    assert tr["这个数像是取了整（int(…) 或 round(…)）：这里的数一般是小数，"].startswith("This number")
+    offset = next(v for k, v in tr.items() if k.startswith("每个数都比正确值多了同一个数"))
+    assert offset.startswith("every number differs"), offset

@@ -73,6 +73,39 @@ def test_forged_answer_items_are_refused(item):
         decode_answers({"score": item}, ["score"])
 
 
+# 签名对得上、数却装不下的答案（r36c F1：学生挖出密钥自己签的 H02、H03、H04）：以前 float()、torch.tensor
+# 抛 OverflowError / RuntimeError，整批批改停下
+OUT_OF_RANGE = [
+    {"kind": "float", "value": 10**400},
+    {"kind": "tensor", "dtype": "uint8", "shape": [1], "data": [300]},
+    {"kind": "tensor", "dtype": "int8", "shape": [1], "data": [-129]},
+    {"kind": "tensor", "dtype": "int64", "shape": [1], "data": [2**70]},
+    {"kind": "tensor", "dtype": "float32", "shape": [1], "data": [10**400]},
+    {"kind": "list", "items": [{"kind": "float", "value": -10**400}]},
+    {"kind": "module", "type": "MultiheadAttention",
+     "state": {"w": {"kind": "tensor", "dtype": "int32", "shape": [1], "data": [2**40]}}},
+]
+
+
+@pytest.mark.parametrize("item", OUT_OF_RANGE)
+def test_signed_answers_with_out_of_range_numbers_are_refused_not_raised(item):
+    with pytest.raises(AnswerFileError):
+        decode_answers({"score": item}, ["score"])
+    with pytest.raises(AnswerFileError):
+        answers.decode_answer(item)
+
+
+def test_any_unexpected_error_while_decoding_becomes_an_answer_file_error(monkeypatch):
+    """还原答案时出的、上面没有想到的错（这里让 torch.tensor 抛 MemoryError）也只是“答案不合格”。"""
+    def boom(*args, **kwargs):
+        raise MemoryError("no")
+
+    monkeypatch.setattr(torch, "tensor", boom)
+    with pytest.raises(AnswerFileError, match="MemoryError"):
+        decode_answers({"score": {"kind": "tensor", "dtype": "float32", "shape": [1], "data": [1.0]}},
+                       ["score"])
+
+
 def test_answers_with_other_names_or_not_json_are_refused():
     with pytest.raises(AnswerFileError):
         decode_answers({"score": {"kind": "int", "value": 1}, "status": "passed"}, ["score"])

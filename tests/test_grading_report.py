@@ -382,3 +382,125 @@ def test_an_ungradable_submission_shows_no_score_in_the_table_and_null_points_in
     assert csv_row[1:-1] == [""] * (len(EXERCISES) + 1)
     again = SubmissionResult.from_json(json.loads(json.dumps(data)))   # --resume 读得回
     assert not again.graded and again.problem == ungradable.problem
+
+
+# ---------------------------------------------------------------- 一份提交再古怪，也不让整批停下（r36c F1）
+
+def _outcome(answers: dict, snapshots: list | None = None):
+    from minigpt.grading import sandbox
+
+    raw = {"version": 1, "problems": [], "answers": answers, "answers_problem": None, "leftover": 0,
+           "snapshots": snapshots or []}
+    return sandbox.RunOutcome(0, ("\n" + json.dumps(raw) + "\n").encode("utf-8"), "")
+
+
+def _all_missing() -> dict:
+    return {n: {"kind": "missing"} for n in judge.TRACKED_NAMES}
+
+
+@pytest.mark.parametrize("item", [
+    {"kind": "float", "value": 10**400},                                      # H02
+    {"kind": "tensor", "dtype": "uint8", "shape": [1], "data": [300]},        # H03
+])
+def test_a_signed_final_answer_with_out_of_range_numbers_is_graded_as_tampered_not_raised(monkeypatch, item):
+    """学生挖出密钥、自己签了装不下的数（r36c H02、H03）：这一份记“答案输出被改动过”（各题“出错”，0 分），
+    不抛异常。"""
+    monkeypatch.setattr(judge, "_run", lambda cells, limits, sandboxed: _outcome({**_all_missing(), "score": item}))
+    result = judge.grade_submission(SUBMISSIONS / "correct.ipynb")
+    assert result.graded and "答案输出被改动过" in result.problem, result.problem
+    assert {e.status for e in result.exercises} == {"error"}
+
+
+def test_a_signed_step_snapshot_with_out_of_range_numbers_does_not_stop_the_grading(monkeypatch):
+    """r36c H04：装不下的数在某个单元之后的快照里（int64 张量里的 2**70）。快照不合格就当没有记录，
+    最终答案照常判。"""
+    cells = code_cells(nbformat.read(SUBMISSIONS / "correct.ipynb", as_version=4))
+    bad = {"cell": 1, "answers": {"mask": {"kind": "tensor", "dtype": "int64", "shape": [1], "data": [2**70]}}}
+    monkeypatch.setattr(judge, "_run", lambda c, limits, sandboxed: _outcome(_all_missing(), [bad]))
+    result = judge.grade_submission(SUBMISSIONS / "correct.ipynb")
+    assert result.graded and not result.problem and len(cells) >= 1
+    assert {e.status for e in result.exercises} == {"missing"}
+
+
+def test_an_unexpected_error_while_grading_one_submission_makes_only_that_one_ungradable(monkeypatch):
+    def boom(cells, limits, sandboxed):
+        raise OverflowError("int too large to convert to float")
+
+    monkeypatch.setattr(judge, "_run", boom)
+    result = judge.grade_submission(SUBMISSIONS / "correct.ipynb")
+    assert not result.graded and result.problem.startswith("批改程序内部出错（OverflowError"), result.problem
+    assert judge.INTERNAL_NOTE in result.notes and not result.sha256
+
+
+def test_the_cli_grades_every_other_submission_when_one_raises_and_exits_2(monkeypatch, tmp_path, capsys):
+    """批改一份提交时无论出了什么错（这里让判分直接抛 OverflowError），这一份“无法批改”、写明“批改程序内部出错”，
+    其余照常批改、写进表和 --json；退出码 2（批改程序自己的问题，见教师指南的退出码一节）。"""
+    for name in ("a.ipynb", "bad.ipynb", "z.ipynb"):
+        shutil.copy(SUBMISSIONS / "placeholders.ipynb", tmp_path / name)
+
+    def fake(path, limits=None, *, sandboxed=True):
+        if path.name == "bad.ipynb":
+            raise OverflowError("int too large to convert to float")
+        return SubmissionResult(str(path), True, exercises=[ExerciseResult(e.key, e.title, "passed", "✔")
+                                                            for e in EXERCISES])
+
+    monkeypatch.setattr(judge, "grade_submission", fake)
+    paths = [str(tmp_path / n) for n in ("a.ipynb", "bad.ipynb", "z.ipynb")]
+    code = cli.main(["--no-sandbox", "--jobs", "1", "--json", str(tmp_path / "r.json"), "--", *paths])
+    out, err = capsys.readouterr()
+    assert code == 2
+    subs = {Path(s["path"]).name: s for s in json.loads((tmp_path / "r.json").read_text())["submissions"]}
+    assert subs["a.ipynb"]["graded"] and subs["z.ipynb"]["graded"]
+    assert not subs["bad.ipynb"]["graded"] and "批改程序内部出错" in subs["bad.ipynb"]["problem"]
+    assert "无法批改：批改程序内部出错（OverflowError" in out and "Traceback" not in out + err
+    assert "1 份提交批改时批改程序内部出错" in err
+
+
+# ---------------------------------------------------------------- 学生改动了题目数据之后的诊断（r36c F4）
+
+ZEROED_Q = "Q.mul_(0)\nscore = q @ k\n\ncheck_dot_score(score, q, k, Q, K)"
+
+
+def test_after_given_data_were_zeroed_the_diagnoses_are_made_against_the_students_data():
+    """r36c H11：1(一) 里 Q.mul_(0)。提醒说得对，但接下去按原来的数据下的诊断说的不是学生做了什么：
+    0 像是“取了整”，einsum 算出的全 0 的 S 像是“循环没有写进去”。现在答案按学生手里的数据是对的，就说这个。"""
+    solutions = tool.solutions()
+    cells = _notebook({**solutions, "1a": ZEROED_Q,
+                       "1b": "S = torch.einsum('id,jd->ij', Q, K)\n\ncheck_score_matrix(S, Q, K)"})
+    got = _by_key(_grade(cells)[0])
+    for key in ("1a", "1b"):
+        message = got[key].message
+        assert got[key].status == "wrong" and message.startswith("注意：你改动了题目给的"), message
+        assert "按你手里改动过的数据算是对的" in message, message
+        assert "取了整" not in message and "循环" not in message, message
+
+
+def test_given_data_a_book_cell_computes_from_altered_data_are_traced_to_the_cell_that_altered_them():
+    """同一个笔记本的 2(二)：scores 是题目自己的数据单元用清零的 Q 算出的。以前说“scores 是在代码单元 5
+    里改动的”（那是书里给数据的单元，学生没有碰它）；现在说它是用哪个单元改动过的 Q 算出来的。"""
+    cells = _notebook({**tool.solutions(), "1a": ZEROED_Q})
+    anchor_1a = next(i for i, c in enumerate(cells) if _starter(c) == "1a")
+    message = _by_key(_grade(cells)[0])["2b"].message
+    assert "用已被改动的 Q" in message and f"Q 是在代码单元 {anchor_1a + 1} 里改动的" in message, message
+    assert "分数没有参与计算" not in message, message
+
+
+def test_given_data_changed_through_a_view_name_the_view():
+    """r36c F5（K17）：4(二) 里 heads.mul_(2.0)，heads 是 x 的 view。以前只说“x 是在代码单元 11 里改动的”，
+    那个单元却没有给 x 赋值；现在说它原地修改了 heads，那是 x 的 view。"""
+    solutions = tool.solutions()
+    cells = _notebook({**solutions, "4b": solutions["4b"].replace("check_mha_output",
+                                                                    "heads.mul_(2.0)\ncheck_mha_output")})
+    message = _by_key(_grade(cells)[0])["5b"].message
+    assert "原地修改了 heads：那是 x 的 view" in message, message
+
+
+def test_a_change_by_a_cell_that_never_names_the_answer_does_not_say_that_cell_changed_it():
+    """r36c F2（H01、H24）：学生取得签名，让探针在最后一个单元之后交回编的值。那个单元的代码里没有 score：
+    以前说“score 在代码单元 15 里被改动了”；现在只说批改程序读到的值在它运行之后变了，以及可能的原因。"""
+    solutions = tool.solutions()
+    cells = _notebook(solutions, last="globals().update({\"sc\" + \"ore\": 1.0})  # 冒充探针交回的编的值")
+    got = _by_key(_grade(cells)[0])["1a"]
+    assert got.status == "passed", got.message
+    assert f"代码单元 {len(cells)} 运行之后，批改程序读到的 score 变了" in got.message, got.message
+    assert "里被改动了" not in got.message

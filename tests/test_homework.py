@@ -527,6 +527,29 @@ def test_a_part_rebound_in_its_own_cell_and_unchanged_parts_bring_no_note():
     assert said.startswith("注意：作业 5（一） 已经通过的答案 ln_out 后来被改动了") and "还没有填写" in said
 
 
+def test_a_mask_of_a_hard_coded_size_is_told_to_use_seq_len():
+    """r36c F7（hard4）：题目的提示让学生试 seq_len = 4；留下的 torch.ones(4, 4) 以前只得到“形状应该是 (3, 3)”。"""
+    with pytest.raises(HomeworkWrong, match="大小写死成了 4。用题目给的 seq_len"):
+        check_causal_mask.judge(torch.tril(torch.ones(4, 4)), 3)
+
+
+def test_the_note_after_a_del_says_what_happens_when_the_parts_own_cell_deleted_it():
+    """r36c F6（K15）：1(一) 的单元里 check_dot_score(...) 之后 del score。下一个检查器的提醒以前只说“删除它的若是
+    别的题的单元，批改仍按 … 给分”，学生读成“没关系”，批改却说没有这个变量。现在两种情形都说清楚。"""
+    said = _cells(SETUP, SPLIT + "\ndel heads", "attn_out = mha(x, causal_mask(3))\ncheck_mha_output(attn_out, x, mha)")
+    assert "已经通过的答案 heads 后来被删除了（del）" in said, said
+    assert "若是 作业 4（一） 自己的单元" in said and "这道题不得分" in said, said
+
+
+def test_a_checker_after_zeroed_given_data_diagnoses_against_the_students_data():
+    """r36c F4（H11）在笔记本里：Q.mul_(0) 之后 q·k 是 0，以前检查器说“像是取了整”。"""
+    said = _cells("import torch\nfrom minigpt.homework import *\ndata = exercise_inputs()\n"
+                  "q, k, Q, K = data['q'], data['k'], data['Q'], data['K']",
+                  "Q.mul_(0)\nq.mul_(0)\nscore = q @ k\ncheck_dot_score(score, q, k, Q, K)")
+    assert said.startswith("注意：你改动了题目给的"), said
+    assert "按你手里改动过的数据算是对的" in said and "取了整" not in said, said
+
+
 # ---------------------------------------------------------------- 抄来的数：在容差之内，也不是算出来的
 
 def _dot_verdict(answer, q, k) -> str:

@@ -67,7 +67,10 @@ def test_the_notebook_and_the_grader_give_the_same_verdict_and_message(case):
     if status == "passed":
         assert message == grader_message
     elif case.given(exercise_inputs()):
-        assert message.startswith("注意：你改动了题目给的 ") and message.endswith(grader_message)
+        # 这里的批改没有各单元的记录，不知道数据被改过：说的是按原来的数据下的诊断。笔记本知道，诊断对着
+        # 学生手里的数据下（r36c F4）：答案按改动后的数据是对的，就说这个
+        assert message.startswith("注意：你改动了题目给的 "), message
+        assert message.endswith(grader_message) or "按你手里改动过的数据算是对的" in message, message
     else:
         assert message == grader_message
 

@@ -256,3 +256,23 @@ def test_the_guide_prints_the_exact_wheel_file_name_of_its_own_homework_bundle(b
         assert "<版本>-py3" not in text and "<version>-py3" not in text and "<version>+en" not in text, prefix
         with zipfile.ZipFile(built_site.html / prefix / "minigpt-homework.zip") as zf:
             assert f"minigpt-homework/{wheel}" in zf.namelist(), (prefix, zf.namelist())
+
+
+def test_the_guide_says_what_the_probes_signature_does_not_stop_in_both_languages():
+    """r36c F2：指南说签名的密钥“只有批改程序知道”，学生的代码打印或改写的行“都不算数”。五六行代码就能拿到
+    探针的签名（密钥在学生的进程里）：指南要说签名挡住什么、挡不住什么，以及伪造为什么换不来分数。"""
+    from babel.messages.pofile import read_po
+
+    text = GUIDE.read_text(encoding="utf-8")
+    assert "只有批改程序知道的密钥" not in text
+    assert "签名也有挡不住的" in text and "换不来正常作答拿不到的分数" in text
+    with open(REPO / "locale" / "en" / "LC_MESSAGES" / "book" / "teacher_guide.po", "rb") as f:
+        english = " ".join(m.string for m in read_po(f) if m.id and m.string)
+    assert "a key only the grader knows" not in english
+    assert "The signature has its limits too" in english and "earns no points that honest work would not" in english
+
+
+def test_the_guide_gives_the_exit_code_of_an_internal_error_the_cli_returns():
+    """r36c F1：批改某一份时批改程序自己出错，其余照常批改、退出码 2（test_grading_report 核对命令行真是这样）。"""
+    text = GUIDE.read_text(encoding="utf-8")
+    assert "批改程序内部出错" in text and "最后退出码是 2" in text

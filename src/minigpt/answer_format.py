@@ -227,8 +227,9 @@ del __minigpt_grade_probe
 # ，没有秘密。
 # 探针经内核的消息通道送出“标记 + HMAC + JSON”；runner 用密钥核对 HMAC 和 nonce，
 # 对不上的一律不算。
-# 学生要伪造，只能把密钥从内核的内存里挖出来：这已经是刻意攻击批改程序本身，
-# 批改程序不作保证（见教师指南）。
+# 签名挡住的是学生的代码打印或改写出来的行。它挡不住顺着内核里的对象找到探针、拿它的签名对象给任意答案
+# 签名的学生（r36c F2：五六行代码）：探针和学生的代码在同一个进程里。这已经是刻意攻击批改程序本身；
+# 就算这样，一道题也要有对的值才得分（见教师指南）。
 KERNEL_MARKER = "MINIGPT-GRADE-SIGNED:"
 KEY_MARKER = "MINIGPT-GRADE-KEY:"
 PROBE_TARGET = "minigpt_grade_probe"
@@ -245,8 +246,11 @@ def install_kernel_probe() -> str:
     shell = sys.modules["IPython"].get_ipython()
     kernel = shell.kernel
     key = secrets.token_bytes(32)
+    # 探针只留一个算好了密钥的 HMAC 对象（C 实现，读不出密钥本身），不留密钥：学生顺着 comm 目标的闭包
+    # 找不到那 32 个字节（r36c F2）。这只是多一道坎，不是保证：学生的代码和探针在同一个进程里，
+    # 拿到这个对象照样能签名（见教师指南）
+    signer = _hashlib.hmac_new(key, digestmod="sha256")
     convert, dumps = make_converter(), make_dumps()
-    digest = _hashlib.hmac_digest
     send, iopub = kernel.session.send, kernel.iopub_socket
     get_parent = kernel.get_parent
     user_ns = shell.user_ns
@@ -268,7 +272,9 @@ def install_kernel_probe() -> str:
             else:
                 answers = convert(user_ns, names)
             payload = dumps({"nonce": nonce, "answers": answers})
-            mac = digest(key, payload.encode("utf-8"), "sha256").hex()
+            one = signer.copy()
+            one.update(payload.encode("utf-8"))
+            mac = one.hexdigest()
             line = "\n" + KERNEL_MARKER + mac + ":" + payload + "\n"
             send(iopub, "stream", {"name": "stdout", "text": line},
                  get_parent("shell"))
@@ -296,7 +302,9 @@ def install_kernel_probe() -> str:
         probe([str_(n) for n in list_(data["names"])], str_(data["nonce"]))
 
     kernel.comm_manager.register_target(PROBE_TARGET, on_open)
-    return key.hex()
+    text = key.hex()
+    del key
+    return text
 
 
 def probe_request(names: list[str], nonce: str) -> tuple[str, dict]:
@@ -382,6 +390,11 @@ def parse_json(data: bytes):
         raise AnswerFileError("结果文件不是有效的 JSON") from None
 
 
+# 整数张量每种 dtype 能装下的范围：签名对得上的答案里也可能有装不下的数（学生挖出密钥自己签的，r36c F1）
+_INT_RANGE = {"uint8": (0, 2**8 - 1), "int8": (-2**7, 2**7 - 1), "int16": (-2**15, 2**15 - 1),
+              "int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
+
+
 def _number(x, kind: str):
     if kind == "bool":
         if type(x) is not bool:
@@ -390,9 +403,14 @@ def _number(x, kind: str):
     if kind.startswith(("int", "uint")):
         if type(x) is not int:
             raise AnswerFileError("整数张量里有不是整数的值")
+        low, high = _INT_RANGE[kind]
+        if not low <= x <= high:
+            raise AnswerFileError("答案的值超出范围")
         return x
     if type(x) not in (int, float) or type(x) is bool:
         raise AnswerFileError("浮点张量里有不是数的值")
+    if type(x) is int and abs(x) >= 2**1000:   # float() 装不下（10**400）
+        raise AnswerFileError("答案的值超出范围")
     return x
 
 
@@ -413,7 +431,8 @@ def _decode(item, depth: int = 0):
         want = {"bool": bool, "int": int, "float": (int, float), "str": str}[kind]
         if not isinstance(value, want) or (kind != "bool" and type(value) is bool):
             raise AnswerFileError(f"答案的类型标为 {kind}，值却不是")
-        too_big = kind == "int" and abs(value) >= 2**63
+        too_big = (kind == "int" and abs(value) >= 2**63
+                   or kind == "float" and type(value) is int and abs(value) >= 2**1000)
         if too_big or kind == "str" and len(value) > 200:
             raise AnswerFileError("答案的值超出范围")
         return float(value) if kind == "float" else value
@@ -479,16 +498,28 @@ def _module(name: str, state: dict):
                                    "state_dict": lambda self: dict(state)})()
 
 
+def _checked(item):
+    """_decode，但还原时出的任何错（上面没有想到的，例如 torch 不肯造的张量）都成了 AnswerFileError：
+    一份提交交回的答案再古怪，也只让这一份记“答案输出被改动过”，不让整批批改停下（r36c F1）。"""
+    try:
+        return _decode(item)
+    except AnswerFileError:
+        raise
+    except Exception as err:
+        raise AnswerFileError(f"答案的值还原不了（{type(err).__name__}）") from None
+
+
 def decode_answer(item):
-    """核对并还原一个答案变量的值（探针写出的一项）。"""
-    return _decode(item)
+    """核对并还原一个答案变量的值（探针写出的一项）；不合格时抛 AnswerFileError，不抛别的异常。"""
+    return _checked(item)
 
 
 def decode_answers(raw, names: list[str]) -> dict:
-    """核对并还原探针写出的答案：{变量名: 值}（变量不存在时是 MISSING）。"""
+    """核对并还原探针写出的答案：{变量名: 值}（变量不存在时是 MISSING）；不合格时抛 AnswerFileError，
+    不抛别的异常。"""
     if not isinstance(raw, dict) or set(raw) != set(names):
         raise AnswerFileError("答案文件里的变量与题目不符")
-    return {n: _decode(raw[n]) for n in names}
+    return {n: _checked(raw[n]) for n in names}
 
 
 def round_trip(values: dict) -> dict:

@@ -112,6 +112,7 @@ def _dot_cases():
     add("Q = Q / √d_k 之后再取 q", lambda x: dot(x) / 2, "scaled",
         lambda x: {"q": x["q"] / 2, "Q": x["Q"] / 2})
     add("加了 1", lambda x: dot(x) + 1, "plus_one")
+    add("没缩放就 softmax 的权重（r36c F7）", lambda x: torch.softmax(x["Q"][1] @ x["K"].T, -1)[2], "attention_weight")
     add("(q + k).sum()", lambda x: (x["q"] + x["k"]).sum(), "sum_of_sums")
     add("只有 q.sum()", lambda x: x["q"].sum(), "only_q")
     add("除以 d_k（q @ k / 4）", lambda x: x["q"] @ x["k"] / 4, "mean")
@@ -457,6 +458,16 @@ def _heads_cases():
     add("丢了 batch 维", lambda x: x["x"][0].view(3, 2, 4).transpose(0, 1),
         lambda x: x["x"][0].view(3, 2, 4).reshape(3, 8), "shape_no_batch")
     add("heads 之后又 transpose 了一次", lambda x: _split(x["x"]).transpose(2, 3), right_m, "shape_seq_d_k_swapped")
+    # 教师试用报告 r36c 的 F7：以前只说“与正确结果不一致”或一句光秃秃的形状
+    add("合并时头的顺序反了", right_h, lambda x: torch.cat([_split(x["x"])[:, 1], _split(x["x"])[:, 0]], dim=-1),
+        "merge_heads_reversed")
+    add("合并成了各头之和", right_h, lambda x: _split(x["x"]).sum(1), "merge_summed")
+    add("合并后 reshape 成 [1, 8, 3]", right_h, lambda x: _split(x["x"]).transpose(1, 2).reshape(1, 8, 3),
+        "merge_seq_d_model_swapped")
+    add("先把 x 转置再 reshape", lambda x: x["x"].transpose(1, 2).reshape(1, 2, 3, 4),
+        lambda x: x["x"].transpose(1, 2).reshape(1, 2, 3, 4).transpose(1, 2).reshape(1, 3, 8),
+        "split_after_transposing_x")
+    add("拆头时除以了 √d_k", lambda x: _split(x["x"] / 2), lambda x: x["x"] / 2, "split_scaled")
     return c
 
 
@@ -582,6 +593,12 @@ def _ln_cases():
         Case("5a", label, lambda x, m=make: {"ln_out": m(x)}, expect, given or (lambda x: {})))
     add("F.layer_norm", lambda x: F.layer_norm(x["h"], (8,), x["gamma"], x["beta"], 1e-5), "pass")
     add("一步一步", lambda x: _ln_ref(x), "pass")
+    # r36c F7：方差没有减均值（二阶矩）、分母开了两次平方根
+    mu = lambda x: x["h"].mean(-1, keepdim=True)
+    add("var = (h ** 2).mean(-1)", lambda x: x["gamma"] * (x["h"] - mu(x)) / torch.sqrt(
+        (x["h"] ** 2).mean(-1, keepdim=True) + 1e-5) + x["beta"], "variance_not_centered")
+    add("/ torch.sqrt(var.sqrt() + eps)", lambda x: x["gamma"] * (x["h"] - mu(x)) / torch.sqrt(
+        x["h"].var(-1, keepdim=True, unbiased=False).sqrt() + 1e-5) + x["beta"], "sqrt_of_std")
 
     def module(x):
         ln = torch.nn.LayerNorm(8)
@@ -660,6 +677,11 @@ def _block_cases():
     add("mask [1, 1, 3, 3]", lambda x: x["block"](x["x"], causal_mask(3)[None, None]), "pass")
     add("bool mask", lambda x: x["block"](x["x"], causal_mask(3).bool()), "pass")
     add("没传 mask", lambda x: x["block"](x["x"]), "no_mask")
+    # r36c F7：转置了的遮蔽、Pre-LN 加最后一个 LayerNorm（GPT-2 的排法）
+    add("block.attn(x, block_mask.T)", lambda x: (lambda x1: x["block"].ln_ffn(x1 + x["block"].ffn(x1)))(
+        x["block"].ln_attn(x["x"] + x["block"].attn(x["x"], causal_mask(3).T))), "mask_transposed")
+    add("Pre-LN，最后再 ln_ffn", lambda x: (lambda p: x["block"].ln_ffn(p + x["block"].ffn(x["block"].ln_ffn(p))))(
+        x["x"] + x["block"].attn(x["block"].ln_attn(x["x"]), causal_mask(3))), "pre_ln_final_norm")
     add("Pre-LN", lambda x: _block_ref(x, order="pre"), "pre_ln")
     add("残差加在 LN 之后", lambda x: _block_ref(x, order="residual_after_norm"), "residual_after_norm")
     add("LN 前后各一次", lambda x: x["block"].ln_ffn((lambda x1: x1 + x["block"].ffn(x["block"].ln_ffn(x1)))(

@@ -244,12 +244,15 @@ def main(argv: list[str] | None = None) -> int:
 
     # 到这里才导入判分（连带 torch 和检查器）：--help、选项写错、拒绝运行都用不到它，不必先花一两秒
     from .environment import SetupCheck
-    from .judge import grade_submission
+    from .judge import INTERNAL_NOTE, grade_submission, internal_error
 
     setup = SetupCheck(limits, sandboxed)   # 批改环境的问题（CUDA 版的 PyTorch、内存上限太小）不算在学生头上
 
     def one(i: int):
-        return setup.blame(grade_submission(args.submissions[i], limits, sandboxed=sandboxed))
+        try:
+            return setup.blame(grade_submission(args.submissions[i], limits, sandboxed=sandboxed))
+        except Exception as err:   # 一份提交让批改程序出了错：只有这一份无法批改，接着批下一份
+            return internal_error(args.submissions[i], err)
 
     progress = Progress(len(todo))
     if skipped and not save():
@@ -287,6 +290,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if setup.problem is not None:
         print(setup.problem, file=sys.stderr)
+        return 2
+    broken = [r for r in results if INTERNAL_NOTE in r.notes]
+    if broken:
+        print(f"批改程序的问题：{len(broken)} 份提交批改时批改程序内部出错，这些提交留空"
+              f"（{broken[0].problem}）", file=sys.stderr)
         return 2
     failed = [r for r in results if "kernel_failed" in r.notes]
     if failed:

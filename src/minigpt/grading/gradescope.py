@@ -291,7 +291,7 @@ def run(root: Path, mode: str, limits: sandbox.Limits) -> int:
     """批改 root/submission 里的笔记本，写 root/results/results.json。返回退出码：0 写好了结果，
     1 批改环境有问题（没有写结果，原因打印在 Gradescope 给老师看的输出里）。"""
     from .environment import SetupCheck
-    from .judge import grade_submission
+    from .judge import INTERNAL_NOTE, grade_submission, internal_error
 
     started = time.monotonic()
     os.chdir("/")
@@ -320,12 +320,15 @@ def run(root: Path, mode: str, limits: sandbox.Limits) -> int:
         try:
             result = setup.blame(grade_submission(notebook, limits, sandboxed=sandboxed))
         except Exception as err:   # 批改程序自己的错，不是学生的：不给分，写给老师看
-            print(f"批改程序出错：{type(err).__name__}: {err}。这份提交没有批改。", flush=True)
-            return 1
+            result = internal_error(notebook, err)
         finally:
             if uid is not None:
                 end_account(uid)
                 remove_account_files(uid)
+        if INTERNAL_NOTE in result.notes:
+            # 不写 results.json：Gradescope 记为自动批改失败，老师修好后重新批改；不给学生记 0 分
+            print(f"无法批改：{result.problem}", flush=True)
+            return 1
         if setup.problem is not None:
             print(setup.problem, flush=True)
             return 1

@@ -17,7 +17,7 @@ import torch
 
 from ..homework import EXERCISES, HomeworkNotFilled, HomeworkWrong, exercise_inputs
 from ..homework.checker import _same as same_as_given
-from ..homework.checker import changed_note
+from ..homework.checker import changed_note, on_changed_data
 from ..homework.names import listing
 from . import sandbox
 from ..answer_format import MISSING, AnswerFileError, decode_answer, decode_answers, parse_json
@@ -150,28 +150,38 @@ def _earlier_pass(exercise, history, inputs: dict, cells: list[dict] = ()):
     return None
 
 
-def _given_note(exercise, history, cells: list[dict], inputs: dict) -> str:
-    """这道题自己的单元（初始代码那个）运行完时，学生手里被改动过的题目数据：
-    和笔记本里的检查器同一句提醒（changed_note）；
-    没改动、或者没有记录时返回空字符串。"""
+def _given_at_anchor(exercise, history, cells: list[dict], inputs: dict) -> tuple[dict, dict[str, int]]:
+    """这道题自己的单元（初始代码那个）运行完时学生手里的题目数据 {变量名: 值}（所有记下的题目数据，
+    不只这道题的），和其中改动过的每个变量从哪个单元（从 0 数）起和原来的数据不一样了。"""
     anchor = _anchor(cells, exercise)
     if anchor is None:
-        return ""
-    names = [n for n in exercise.given if n in GIVEN_TRACKED]
+        return {}, {}
     seen: dict = {}
     since: dict[str, int] = {}   # 变量名 → 从哪个单元（从 0 数）起和原来的数据不一样了
     for cell, changed in history:
         if cell > anchor:
             break
         for n, v in changed.items():
-            if n not in names:
+            if n not in GIVEN_TRACKED:
                 continue
             seen[n] = v
             if v is MISSING or same_as_given(v, inputs[n]):
                 since.pop(n, None)
             else:
                 since.setdefault(n, cell)
-    given = {n: seen[n] for n in names if n in seen and seen[n] is not MISSING}
+    return {n: v for n, v in seen.items() if v is not MISSING}, since
+
+
+def _given_note(exercise, history, cells: list[dict], inputs: dict) -> str:
+    """这道题自己的单元（初始代码那个）运行完时，学生手里被改动过的题目数据：
+    和笔记本里的检查器同一句提醒（changed_note），并写明是哪个单元改的；
+    没改动、或者没有记录时返回空字符串。
+
+    题目自己的数据单元（例如算 scores 的那个）用已被学生改动的数据（Q）算出的 scores 也不一样了：
+    那不是那个单元的错，写明它是用哪个单元改动过的数据算出来的（r36c F4）。"""
+    seen, since = _given_at_anchor(exercise, history, cells, inputs)
+    names = [n for n in exercise.given if n in GIVEN_TRACKED]
+    given = {n: seen[n] for n in names if n in seen}
     note = changed_note(given, inputs)
     if not note:
         return note
@@ -181,11 +191,42 @@ def _given_note(exercise, history, cells: list[dict], inputs: dict) -> str:
             by_cell.setdefault(since[n], []).append(n)
     for cell, changed in sorted(by_cell.items()):
         listed = listing(changed)
-        if len(changed) > 1:
-            note += f"（{listed} 都是在代码单元 {cell + 1} 里改动的。）"
+        source = cells[cell]["source"] if 0 <= cell < len(cells) else ""
+        # 在这个单元之前就已被改动、这个单元又用到了的题目数据
+        earlier = sorted((c, m) for m, c in since.items()
+                         if c < cell and m not in changed and _mentions(m, source))
+        if earlier and not any(_anchor(cells, e) == cell for e in EXERCISES):
+            used = listing([m for _, m in earlier])
+            where = "、".join(sorted({f"代码单元 {c + 1}" for c, _ in earlier}))
+            note += (f"（{listed} 在代码单元 {cell + 1} 里是用已被改动的 {used} 算出来的；"
+                     f"{used} 是在{where} 里改动的。）")
+        elif len(changed) > 1:
+            note += f"（{listed} 都是在代码单元 {cell + 1} 里改动的。{_through_view(changed, source)}）"
         else:
-            note += f"（{listed} 是在代码单元 {cell + 1} 里改动的。）"
+            note += f"（{listed} 是在代码单元 {cell + 1} 里改动的。{_through_view(changed, source)}）"
     return note
+
+
+# 原地修改一个变量：x.mul_(…)、x[0] = …、x += …
+_IN_PLACE = re.compile(r"\b([A-Za-z_]\w*)(?:\[[^\]\n]*\])*[ \t]*(?:\.[a-z]\w*_\(|(?<=\])[ \t]*=(?!=)|[-+*/@]=)")
+
+
+def _mentions(name: str, source: str) -> bool:
+    return re.search(rf"\b{re.escape(name)}\b", source) is not None
+
+
+def _through_view(changed: list[str], source: str) -> str:
+    """改动题目数据的单元没有给这个名字赋值、也没有原地修改它：它原地修改的是 view 着这份数据的另一个张量（r36c F5：
+    4(二) 里 heads.mul_(2.0)，heads 是 x 的 view）。说出是哪一个；都提到了时返回空字符串。"""
+    written = set(_IN_PLACE.findall(source))
+    if any(n in written or re.search(rf"^[ \t]*{re.escape(n)}[ \t]*=(?!=)", source, re.M) for n in changed):
+        return ""
+    listed = listing(changed)
+    views = [m for m in dict.fromkeys(_IN_PLACE.findall(source)) if m not in changed]
+    if views:
+        return (f"那个单元没有给 {listed} 赋值，它原地修改了 {listing(views)}："
+                f"那是 {listed} 的 view（和它共用数据），改它就是改 {listed}。")
+    return f"那个单元没有给 {listed} 赋值：它大概原地修改了一个 view 着 {listed} 的张量（和它共用数据）。"
 
 
 def _on_purpose(cells: list[dict], exercise, n: int) -> bool:
@@ -223,7 +264,17 @@ def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Pr
         if not _on_purpose(cells, exercise, changed_in):
             how = "被删除了（del）" if gone else "被改动了"
             why = "" if gone else "（重新赋值，或者原地修改了它、它所 view 的张量）"
-            if len(names) > 1:
+            source = cells[changed_in]["source"] if 0 <= changed_in < len(cells) else ""
+            if not any(_mentions(n, source) for n in names):
+                # 那个单元的代码里没有这些名字：也许原地改了它们 view 的张量，也许动了批改程序的探针（r36c F2：
+                # 学生取得签名、让探针交回编的值）。只说看到了什么，不说那个单元做了什么
+                if len(names) > 1:
+                    note = (f"注意：代码单元 {changed_in + 1} 运行之后，批改程序读到的 {listed} 都变了，那个单元的代码里"
+                            f"却没有这些名字（也许原地修改了它们所 view 的张量，也许动了批改程序读答案的探针）。")
+                else:
+                    note = (f"注意：代码单元 {changed_in + 1} 运行之后，批改程序读到的 {listed} 变了，那个单元的代码里"
+                            f"却没有 {listed} 这个名字（也许原地修改了它所 view 的张量，也许动了批改程序读答案的探针）。")
+            elif len(names) > 1:
                 note = f"注意：{listed} 都在代码单元 {changed_in + 1} 里{how}{why}。"
             else:
                 note = f"注意：{listed} 在代码单元 {changed_in + 1} 里{how}{why}。"
@@ -248,7 +299,16 @@ def judge_exercise(exercise, answers: dict, inputs: dict, problems: dict[int, Pr
     if verdict.status == "wrong":
         note = _given_note(exercise, history, cells, inputs)
         if note:
-            verdict = replace(verdict, message=f"{note}{verdict.message}")
+            # 诊断对着学生手里改动过的数据下（r36c F4）：按原来的数据下的“取了整”“循环没有写进去”说的不是学生
+            seen, _ = _given_at_anchor(exercise, history, cells, inputs)
+            mine = {n: answers[n] for n in exercise.answers}
+            with contextlib.redirect_stdout(io.StringIO()):
+                instead = on_changed_data(exercise, mine, {n: seen[n] for n in exercise.given if n in seen},
+                                          inputs)
+            if instead is not None and earlier is None:
+                verdict = replace(verdict, message=f"{note}{instead}")
+            else:
+                verdict = replace(verdict, message=f"{note}{verdict.message}")
     p = _failure(problems, own_cells(cells, exercise), _anchor(cells, exercise))
     if p is None:
         return verdict
@@ -267,6 +327,22 @@ class Ungradable(Exception):
     def __init__(self, message: str, ename: str, note: str | None = None):
         super().__init__(message)
         self.message, self.ename, self.note = message, ename, note
+
+
+INTERNAL_NOTE = "internal_error"   # 写在 SubmissionResult.notes 里：批改程序自己出错，这一行留空
+
+
+def internal_error(path, err: BaseException, result: SubmissionResult | None = None) -> SubmissionResult:
+    """批改一份提交时批改程序自己出了没有想到的错：这一份“无法批改”（各题“出错”、CSV 里留空），
+    原因写在状态里；批改接着批下一份（r36c F1）。不记哈希：修好以后加 --resume 会重新批改它。"""
+    text = f"{type(err).__name__}: {err}"[:200]
+    message = f"批改程序内部出错（{text}），这份提交没有批改；请把这份笔记本和这句话报告给本书的作者"
+    result = result or SubmissionResult(str(path), graded=False, started=time.time())
+    result.graded, result.problem, result.sha256 = False, message, ""
+    result.exercises = [ExerciseResult(e.key, e.title, "error", message, "InternalError") for e in EXERCISES]
+    result.notes = [n for n in result.notes if n != INTERNAL_NOTE] + [INTERNAL_NOTE]
+    result.finished = time.time()
+    return result
 
 
 class Tampered(Exception):
@@ -424,6 +500,8 @@ def grade_submission(path: Path, limits: sandbox.Limits | None = None, *,
         result.problem = err.message
         result.exercises = [ExerciseResult(e.key, e.title, "error", err.message, err.ename)
                             for e in EXERCISES]
+    except Exception as err:   # 批改程序自己的错：只让这一份无法批改，不让整批停下
+        return internal_error(path, err, result)
     finally:
         result.finished = time.time()
     return result

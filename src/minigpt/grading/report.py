@@ -135,7 +135,7 @@ def details(r: SubmissionResult, account: bool = False, chosen: bool = False) ->
                 what = f"{p.exception} " if p.exception else ""
                 notes.append(f"  （代码单元 {p.cell}：{what}{p.message}）")
     for note in r.notes:
-        if note != "kernel_failed":
+        if note not in ("kernel_failed", "internal_error"):
             notes.append(f"  （{note}）")
     if not r.sandboxed and account and chosen:   # 教师用 --isolation account 选了这条路，bubblewrap 也许能用
         notes.append("  （没有在沙箱里运行：批改程序用 --isolation account 选定了换用户号，学生的代码以一个单独的、"

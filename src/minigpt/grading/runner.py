@@ -22,6 +22,7 @@ import asyncio
 import json
 import math
 import os
+import re
 import resource
 import signal
 import sys
@@ -107,6 +108,11 @@ def drop_root(uid: int) -> None:
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
+
+
+# 单元换掉内置函数：builtins.len = …、setattr(builtins, …)、__builtins__ 之类
+_BUILTINS_CHANGED = re.compile(r"\bbuiltins\.\w+[ \t]*=(?!=)|setattr\([ \t]*(?:builtins|__builtins__)\b|"
+                               r"__builtins__[ \t]*(?:\.\w+|\[[^\]]*\])[ \t]*=(?!=)")
 
 
 def _problem(cell: int, kind: str, exception: str | None, message: str) -> dict:
@@ -360,8 +366,13 @@ class NotebookRun:
                 self.skip.add(n)
                 await km.interrupt_kernel()
                 return False
-            attempt.broke = _problem(n + 1, "timeout", "CellTimeoutError",
-                                     f"运行超过 {self.timeout:g} 秒，已结束内核")
+            message = f"运行超过 {self.timeout:g} 秒，已结束内核"
+            if _BUILTINS_CHANGED.search(self.sources[n]):
+                # r36c F8（H05）：单元的代码一下子就运行完了，内核自己的代码却因为内置函数被换掉而卡住，
+                # 不说成是单元的代码（比如循环）运行太久
+                message += ("。这个单元换掉了内置函数（builtins）：内核自己的代码也用它们，"
+                            "单元的代码也许早已运行完，是内核因此卡住了")
+            attempt.broke = _problem(n + 1, "timeout", "CellTimeoutError", message)
         except DeadKernelError:
             self.spent += time.monotonic() - began
             attempt.broke = self._dead_kernel(n)
@@ -422,7 +433,9 @@ class NotebookRun:
         try:
             return await self._probe(client, client.km, self.final_nonce, PROBE_TIMEOUT)
         except (CellTimeoutError, DeadKernelError):
-            return None
+            # 探针没有回答（学生的代码换掉了它、让它卡住，或者它运行时内核退出了）：和探针被注销一样，
+            # 是“探针没有输出答案”，不是“没有这个变量”（r36c F3）
+            return ""
 
     async def _probe(self, client, km, nonce: str, timeout: float) -> str:
         """运行一次探针，返回它送出的文字。发的是 comm_open 消息：内核直接调用预热时登记的探针，

@@ -14,11 +14,13 @@ def block_by_steps(x: torch.Tensor, block, *, causal: bool = True, order: str = 
                    ffn: bool = True, swap_norms: bool = False, norm_attn: bool = True,
                    norm_ffn: bool = True, ln_attn_twice: bool = False, ffn_input: str = "x1",
                    ffn_residual: str = "x1", attn=None, plain_norm: bool = False,
-                   attn_twice: bool = False) -> torch.Tensor:
+                   attn_twice: bool = False, mask_transposed: bool = False) -> torch.Tensor:
     """第 6 节的 Post-LN Block：x1 = LN1(x + Attn(x))，out = LN2(x1 + FFN(x1))；
     各个参数可以换成一种典型的错误做法（诊断表用它）。attn 换掉注意力子层（例如作业 4 的 mha）。"""
     n = x.shape[-2]
     mask = torch.ones(n, n, dtype=torch.bool).tril() if causal else None
+    if mask is not None and mask_transposed:
+        mask = mask.T
     ln1, ln2 = (block.ln_ffn, block.ln_attn) if swap_norms else (block.ln_attn, block.ln_ffn)
     if ln_attn_twice:
         ln2 = block.ln_attn
@@ -31,6 +33,9 @@ def block_by_steps(x: torch.Tensor, block, *, causal: bool = True, order: str = 
         if order == "pre":
             x1 = x + attn(ln1(x), mask)
             return x1 + block.ffn(ln2(x1))
+        if order == "pre_final":           # Pre-LN，最后又做了一次 LayerNorm（GPT-2 的排法）
+            x1 = x + attn(ln1(x), mask)
+            return ln2(x1 + block.ffn(ln2(x1)))
         if order == "pre_and_post":        # 子层前后各做了一次 LayerNorm
             x1 = ln1(x + attn(ln1(x), mask))
             return ln2(x1 + block.ffn(ln2(x1)))
@@ -83,6 +88,12 @@ DIAGNOSES = (
     Diagnosis("pre_ln", _b(order="pre"),
               "这像是 Pre-LN 的排法（先 LayerNorm、再进子层、再加回输入）：这一题要 Post-LN，"
               "先把子层的输出加回输入，再对和做 LayerNorm"),
+    Diagnosis("mask_transposed", _b(mask_transposed=True),
+              "遮蔽像是转置了（上三角）：每个位置看的是它自己和它之后的 token。"
+              "把 causal_mask(3) 原样传给 block.attn，不要 .T"),
+    Diagnosis("pre_ln_final_norm", _b(order="pre_final"),
+              "这像是 Pre-LN 的排法（先 LayerNorm、再进子层、再加回输入），最后又做了一次 LayerNorm"
+              "（GPT-2 的排法）：这一题要 Post-LN，先把子层的输出加回输入，再对和做 LayerNorm"),
     Diagnosis("pre_and_post_ln", _b(order="pre_and_post"),
               "LayerNorm 像是做了两次：子层之前一次（Pre-LN），加回之后又一次（Post-LN）。"
               "这一题只要 Post-LN：子层直接用 x，加回之后再 LayerNorm"),

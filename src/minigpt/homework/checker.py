@@ -62,6 +62,32 @@ def changed_note(given: dict, inputs: dict) -> str:
             "（例如 .mul_()、/=）。")
 
 
+def on_changed_data(exercise: Exercise, answers: dict, given: dict, inputs: dict) -> str | None:
+    """学生改动了题目数据（changed_note 不为空）、答案按原来的数据不对时，诊断要对着学生手里的数据下：
+    按原来的数据，把 Q 清零后算出的 0 像是“取了整”、全 0 的 S 像是“循环没有写进去”（r36c F4），
+    说的都不是学生做了什么。返回接在提醒后面的话：答案按改动后的数据是对的，就说这个；否则是对着改动后的
+    数据下的诊断。改动后的数据用不了（模块、别的类型）时返回 None（照原来的诊断）。"""
+    changed = {n: v for n, v in given.items() if not _same(v, inputs[n])}
+    if not changed or not all(isinstance(inputs[n], torch.Tensor) for n in changed):
+        return None
+    try:
+        theirs = {**inputs, **{n: torch.as_tensor(v).detach().to(inputs[n].dtype).reshape(inputs[n].shape)
+                               for n, v in changed.items()}}
+    except Exception:  # 形状对不上之类：比不了
+        return None
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink):
+            exercise.run(answers, theirs)
+    except (HomeworkNotFilled, HomeworkWrong) as err:
+        if getattr(err, "diagnosis", None) == "given":
+            return None
+        return f"按你手里改动过的数据看：{err}"
+    except Exception:
+        return None
+    return "你的答案按你手里改动过的数据算是对的，按原来的数据就不对了：恢复数据以后再运行一遍你的代码。"
+
+
 # 笔记本里已经通过的小题：{编号: (学生的命名空间, 通过时每个答案变量的样子)}。之后每次调用检查器，
 # 都重新判一遍同一命名空间里这些题的答案：被别的单元改坏了（重新赋值、原地修改、改了它 view 的张量），
 # 当场说出来，只点出真的变了的变量
@@ -97,10 +123,13 @@ def _broken_since_passed(namespace: dict, current: Exercise, exercises) -> str:
             continue
         gone = [n for n in exercise.answers if n not in namespace]
         if gone:
+            # 删除它的单元是哪一个，检查器不知道：两种情形的后果都说清楚（r36c F6：只说“若是别的题的单元”，
+            # 在这道题自己的单元里 del 的学生读成了“没关系”，批改却说没有这个变量）
             notes.append(f"{_lead(exercise, gone)}后来被删除了（del）。"
-                         f"删除它的若是别的题的单元，"
+                         f"删除它的若是 {exercise.part} 自己的单元（例如在检查器之后 del），"
+                         f"批改就说没有这个变量，这道题不得分；若是别的题的单元，"
                          f"批改仍按 {exercise.part} 自己的单元运行完时的值给分。"
-                         "不过最好别删它。")
+                         f"请删掉那一行 del，重新运行 {exercise.part} 的单元。")
             del _PASSED[exercise.key]
             continue
         try:
@@ -151,7 +180,9 @@ def notebook_checker(exercise: Exercise, exercises: tuple = ()) -> Callable[...,
             _PASSED.pop(exercise.key, None)
             if not note:
                 raise
-            raise type(err)(f"{note}{err}", err.diagnosis) from None
+            given = {n: bound.arguments[n] for n in exercise.given if bound.arguments.get(n) is not None}
+            instead = on_changed_data(exercise, answers, given, inputs) if isinstance(err, HomeworkWrong) else None
+            raise type(err)(f"{note}{instead or err}", err.diagnosis) from None
         if all(namespace.get(n) is v for n, v in mine.items()):
             _PASSED[exercise.key] = (namespace, _seen(mine))
         print(f"{message}\n{note}" if note else message)

@@ -117,8 +117,10 @@ def _matrix_hint(s: torch.Tensor, c, Q, K) -> tuple[str, str] | None:
     if close(s, S.mean()):
         return "matrix_mean", "这是整张分数矩阵 Q @ K.T 的平均值：这一问只要 q 与 k 这一对的点积"
     weights = torch.softmax(S / math.sqrt(Q.shape[-1]), dim=-1)
-    if any(close(s, w) for w in weights.flatten()):
-        return "attention_weight", "这像是一个注意力权重（缩放、softmax 之后）：这一问只要 softmax 之前的点积"
+    # 没有缩放就 softmax 的权重也算（r36c F7 的 softmaxed：torch.softmax(Q[1] @ K.T, -1)[2]）
+    unscaled = torch.softmax(S, dim=-1)
+    if any(close(s, w) for w in torch.cat([weights.flatten(), unscaled.flatten()])):
+        return "attention_weight", "这像是一个注意力权重（softmax 之后）：这一问只要 softmax 之前的点积"
     return None
 
 
@@ -187,7 +189,7 @@ def judge_dot_score(score, q, k, Q=None, K=None) -> str:
     copied = copied_decimals(s, data.truth, spread)
     if copied is not None:   # 照着 ✔ 消息或答案里打印的数抄的：在容差之内，也不算
         raise HomeworkWrong("检查 score 是否等于 q 与 k 的点积：它不是算出来的。"
-                            f"{copied_hint(copied)}", "rounding")
+                            f"{copied_hint(copied, one=True)}", "rounding")
     if close(s, data.truth):
         return passed(1, f"score = {s.item():.4f}，等于 q 与 k 的点积")
     d_k = q.shape[-1]

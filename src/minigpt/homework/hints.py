@@ -108,13 +108,20 @@ def copied_decimals(got: torch.Tensor, truth: torch.Tensor,
     return None
 
 
-def copied_hint(d: int) -> str:
-    """copied_decimals 认出的抄来的数：说像是哪种做法。"""
+def copied_hint(d: int, one: bool = False) -> str:
+    """copied_decimals 认出的抄来的数：说像是哪种做法。one：答案只是一个数（英文里说 this number，
+    不说 your numbers，r36c F9）。"""
     if d == 0:
+        if one:
+            return ("这个数像是取了整（int(…) 或 round(…)）：这里的数一般是小数，"
+                    "请交计算出来的数本身，不要取整")
         return ("你的数像是取了整（int(…) 或 round(…)）：这里的数一般是小数，"
                 "请交计算出来的张量本身，不要取整")
     # 英文里 1 位是单数（decimal place），单独一句
-    rounded = "你的数像是四舍五入到了 1 位小数" if d == 1 else f"你的数像是四舍五入到了 {d} 位小数"
+    if one:
+        rounded = "这个数像是四舍五入到了 1 位小数" if d == 1 else f"这个数像是四舍五入到了 {d} 位小数"
+    else:
+        rounded = "你的数像是四舍五入到了 1 位小数" if d == 1 else f"你的数像是四舍五入到了 {d} 位小数"
     return (rounded + "（或者是照着打印出来的数抄的）："
             "请交计算出来的张量本身，不要舍入，也不要抄打印出来的数")
 
@@ -158,7 +165,7 @@ def judge_tensor(value, name: str, truth: torch.Tensor, diagnoses, ctx, *, what:
                             "inf")
     copied = copied_decimals(got, truth)
     if copied is not None:
-        raise HomeworkWrong(f"检查 {name} 的数值：{copied_hint(copied)}", "rounding")
+        raise HomeworkWrong(f"检查 {name} 的数值：{copied_hint(copied, one=True)}", "rounding")
     if close(got, truth):
         return
     row = first_match(got, truth, diagnoses, ctx)

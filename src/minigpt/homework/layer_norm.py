@@ -57,6 +57,21 @@ def _ln(**kw):
     return lambda c: layer_norm_by_steps(c.h, c.gamma, c.beta, c.eps, **kw)
 
 
+def _second_moment(c):
+    """方差没有减均值：用了二阶矩 (h**2).mean()（r36c F7 的 secondmoment）。"""
+    h = c.h.double()
+    mu = h.mean(-1, keepdim=True)
+    return c.gamma.double() * (h - mu) / torch.sqrt((h ** 2).mean(-1, keepdim=True) + c.eps) + c.beta.double()
+
+
+def _sqrt_of_std(c):
+    """分母开了两次平方根：√(标准差 + ε)（r36c F7 的 stdinsqrt）。"""
+    h = c.h.double()
+    mu = h.mean(-1, keepdim=True)
+    std = h.var(-1, keepdim=True, unbiased=False).sqrt()
+    return c.gamma.double() * (h - mu) / torch.sqrt(std + c.eps) + c.beta.double()
+
+
 def _beta_before_divide(c):
     """(γ·(h − μ) + β) / √(方差 + ε)：β 加在了除法之前。"""
     h = c.h.double()
@@ -95,6 +110,10 @@ DIAGNOSES = (
               "像是先加 β、再乘 γ（gamma * (… + beta)）：应当先乘 gamma，再加 beta"),
     Diagnosis("no_sqrt", _ln(root=False),
               "像是除以了方差 + ε 本身，没有开平方：分母是 √(方差 + ε)（标准差），用 torch.sqrt"),
+    Diagnosis("variance_not_centered", _second_moment,
+              "方差像是没有减均值：(h ** 2).mean() 是二阶矩，方差是 ((h - 均值) ** 2).mean()，先减均值再平方"),
+    Diagnosis("sqrt_of_std", _sqrt_of_std,
+              "分母像是开了两次平方根（√(标准差 + ε)）：分母是 √(方差 + ε)，方差本身不开方"),
     Diagnosis("rms_norm", _ln(center="rms"),
               "像是没有减均值：这是 RMSNorm 的算法（除以均方根）。LayerNorm 先减去每个 token 的均值，"
               "方差也是减了均值之后算的"),

@@ -76,6 +76,10 @@ def judge_causal_mask(mask, seq_len) -> str:
     if tuple(m.shape) != (n, n):
         extra = ("：多了长度为 1 的维度，这一问只要二维的方阵"
                  if tuple(m.squeeze().shape) == (n, n) and m.dim() > 2 else "")
+        if m.dim() == 2 and m.shape[0] == m.shape[1]:
+            # 例如 torch.ones(4, 4)：大小写死了（r36c F7 的 hard4）
+            extra = (f"：像是把大小写死成了 {m.shape[0]}。用题目给的 seq_len，"
+                     f"torch.ones(seq_len, seq_len)，换一个长度的句子也对")
         raise HomeworkWrong(f"检查 mask 的形状：应该是 ({n}, {n})，"
                             f"收到 {tuple(m.shape)}{extra}", "shape")
     if m.dtype != torch.bool:

@@ -32,6 +32,12 @@ HEAD_DIAGNOSES = (
           "先 view 成 [batch, seq, heads, d_k]，再 transpose(1, 2)"),
     Diagnosis("heads_reversed", lambda c: c.x.view(c.b, c.n, c.h, c.d_k).permute(0, 2, 1, 3).flip(1),
           "头的顺序反了：第 0 个头应当是前 d_k 维"),
+    Diagnosis("split_after_transposing_x", lambda c: c.x.transpose(1, 2).reshape(c.b, c.h, c.n, c.d_k),
+          "形状对了，数却不对：像是先把 x 转置成了 [batch, d_model, seq] 再 reshape，"
+          "一个“头”里混进了别的 token 的数。先 view 成 [batch, seq, heads, d_k]，再 transpose(1, 2)"),
+    Diagnosis("split_scaled", lambda c: c.heads / c.d_k ** 0.5,
+          "每个数都像是除以了 √d_k：拆头只是换个形状看 x，不改动数；"
+          "除以 √d_k 是算注意力分数时的事"),
 )
 
 MERGE_DIAGNOSES = (
@@ -41,6 +47,8 @@ MERGE_DIAGNOSES = (
     Diagnosis("merge_interleaved", lambda c: c.heads.permute(0, 2, 3, 1).reshape(c.b, c.n, c.d),
           "各头的数交错着拼在了一起：应当是第 0 个头的 d_k 维整段在前，第 1 个头的整段在后"
           "（transpose(1, 2) 之后是 [batch, seq, heads, d_k]，再 view 成 [batch, seq, d_model]）"),
+    Diagnosis("merge_heads_reversed", lambda c: c.heads.flip(1).transpose(1, 2).reshape(c.b, c.n, c.d),
+          "合并时头的顺序反了：第 0 个头的 d_k 维应当在前，第 1 个头的在后"),
 )
 
 
@@ -74,6 +82,12 @@ def judge_split_merge(heads, merged, x, num_heads) -> str:
         ("merge_not_flattened", (c.b, c.n, c.h, c.d_k),
          "transpose 之后还要把最后两维 [heads, d_k] 接成一维：.contiguous().view(batch, seq, d_model)"),
         ("merge_shape_heads_first", shape4, "这还是拆开的样子：合并的结果是三维的 [batch, seq, d_model]"),
+        ("merge_summed", (c.b, c.n, c.d_k),
+         "像是把各头加在了一起（sum 或 mean）：合并是把各头的结果沿最后一维接起来，"
+         "得到 d_model 维，不是相加"),
+        ("merge_seq_d_model_swapped", (c.b, c.d, c.n),
+         "最后两维像是换了位置：merged 应是 [batch, seq, d_model]。transpose(1, 2) 之后直接 "
+         "reshape(batch, seq, d_model)，不要再转置"),
         ("merge_cat_along_seq", (c.b, c.h * c.n, c.d_k),
          "各头像是沿 seq 那一维接了起来：每个 token 的各头结果要沿最后一维接成 d_model 维，"
          "torch.cat(…, dim=-1)，或者 transpose(1, 2) 之后 reshape"),
