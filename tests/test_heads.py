@@ -565,7 +565,9 @@ def test_the_phase_figure_alt_says_what_the_plotted_seeds_do():
     assert sum(CLAIMS["next_window"](f) for f in facts) > len(facts) / 2
 
 
-# 正文在练习 1 的种子 6、7 上数的几条结论（“同一个副本不能当成规律”）
+# 正文在练习 1 的种子里数的几条结论（“同一个副本不能当成规律”）：只数两个角色都长出来的种子，
+# 种子 7 没有过门槛的时刻，不进计数
+EXPECTED_EXERCISE_GREW = [6]
 EXPECTED_EXERCISE_COUNTS = {"ind_at_drop": 1, "ind_not_later": 1, "same_window": 0}
 
 
@@ -573,10 +575,13 @@ EXPECTED_EXERCISE_COUNTS = {"ind_at_drop": 1, "ind_not_later": 1, "same_window":
 def test_crossing_at_the_same_snapshot_fails_beyond_the_pages_seeds():
     """种子 0–5 里两个分数几乎都在同一个副本上过门槛，种子 6 却不是：归纳分数先过。
     正文因此只把“归纳分数紧挨着陡降过门槛、前一个 token 分数不早于它”当作结论。"""
-    from minigpt.claims import EXERCISE_SEEDS, claim_counts
+    from minigpt.claims import CLAIMS, EXERCISE_SEEDS, claim_counts
 
     extra = C.studies(EXERCISE_SEEDS)
-    counts = claim_counts({s: st.facts for s, st in extra.items()})
+    grew = [s for s, st in extra.items()
+            if CLAIMS["prev_head"](st.facts) and CLAIMS["l2_induction"](st.facts)]
+    assert grew == EXPECTED_EXERCISE_GREW
+    counts = claim_counts({s: extra[s].facts for s in grew})
     assert {k: counts[k] for k in EXPECTED_EXERCISE_COUNTS} == EXPECTED_EXERCISE_COUNTS
     lags = [st.facts["step_prev"] - st.facts["step_ind"] for st in extra.values()]
     assert max(lag for lag in lags if lag == lag) > 25          # 早了不止一个副本（nan：没过门槛）
@@ -763,17 +768,17 @@ def test_the_code_key_covers_every_module_the_study_runs():
 
 
 def test_count_phrase_reads_right_for_every_count():
-    """正文 glue 的计数说法：总数全中说“全部”，一个不中说“没有一个”，两个里说“全部两个”“这两个……没有一个”，
-    从不出现“6 个种子中的 6 个”“2 个里有 0 个”；计数越界是错误。"""
+    """正文 glue 的计数说法是主语，后面接谓语：总数全中说“全都”，一个不中说“没有一个”，两个里说“两个……都”
+    “这两个……没有一个”，从不出现“6 个种子中的 6 个”“2 个里有 0 个”；计数越界是错误。"""
     from minigpt.claims import how_many
 
-    assert how_many(6, 6, "个种子") == "全部 6 个种子"
-    assert how_many(5, 6, "个种子") == "6 个种子中的 5 个"
+    assert how_many(6, 6, "个种子") == "6 个种子全都"
+    assert how_many(5, 6, "个种子") == "6 个种子中有 5 个"
     assert how_many(0, 6, "个种子") == "6 个种子中没有一个"
-    assert how_many(2, 2, "个种子") == "全部两个种子"
+    assert how_many(2, 2, "个种子") == "两个种子都"
     assert how_many(0, 2, "个种子") == "这两个种子中没有一个"
-    assert how_many(1, 2, "个种子") == "2 个种子中的 1 个"
-    assert how_many(7, 7, "行") == "全部 7 行"
+    assert how_many(1, 2, "个种子") == "2 个种子中有 1 个"
+    assert how_many(7, 7, "行") == "7 行全都"
     for n, total in ((7, 6), (-1, 6)):
         with pytest.raises(ValueError, match="不在 0 到"):
             how_many(n, total, "个种子")

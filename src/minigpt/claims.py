@@ -115,19 +115,19 @@ def claim_counts(facts: dict[int, dict[str, float]]) -> dict[str, int]:
             for name, test in CLAIMS.items()}
 
 
-# 计数的说法（how_many）：对任何计数都通顺，不写“6 个种子里有 6 个”“2 个里有 0 个”
-ALL = "全部 {total} {noun}"
-SOME = "{total} {noun}中的 {n} 个"
+# 计数的说法（how_many）：对任何计数都通顺，不写“6 个种子里有 6 个”“2 个里有 0 个”；它是主语，页面在后面接谓语
+ALL = "{total} {noun}全都"
+SOME = "{total} {noun}中有 {n} 个"
 NONE = "{total} {noun}中没有一个"
-BOTH = "全部两{noun}"
+BOTH = "两{noun}都"
 NEITHER = "这两{noun}中没有一个"
 
 
 def how_many(n: int, total: int, noun: str) -> str:
-    """n 个（共 total 个）的说法，页面把它 glue 进“……如此”这类句子：
-    how_many(6, 6, "个种子") → "全部 6 个种子"，(5, 6) → "6 个种子中的 5 个"，
+    """n 个（共 total 个）的说法，作句子的主语，后面总要跟一个谓语（“如此”“低于 0.5”……）：
+    how_many(6, 6, "个种子") → "6 个种子全都"，(5, 6) → "6 个种子中有 5 个"，
     (0, 6) → "6 个种子中没有一个"；
-    total 为 2 时说“全部两个种子”“这两个种子中没有一个”。"""
+    total 为 2 时说“两个种子都”“这两个种子中没有一个”。"""
     if not 0 <= n <= total:
         raise ValueError(f"计数 {n} 不在 0 到 {total} 之间")
     if total == 2 and n != 1:

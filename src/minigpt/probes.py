@@ -26,11 +26,11 @@ def previous_token_score(weights: torch.Tensor) -> torch.Tensor:
 
 # 第 7 节 训练出来的头「两个角色，两个分数」
 def induction_score(weights: torch.Tensor, data: RepeatBatch) -> torch.Tensor:
-    """归纳分数：在第二遍 A 里，位置 t 分给“当前 token 上一次出现处的下一个位置”
+    """归纳分数：在第二遍 A 里，位置 t 分给“第一遍 A 里同一位置（t - L）的下一个位置”
     （t - L + 1，L 是 A 的长度）的权重，对所有这样的 t 和整批序列求平均。
 
     weights: [batch, heads, seq, seq] → [heads]。
-    1 表示这个头总是看向“上次接在我后面的那个”。
+    1 表示这个头总是看向第一遍里接在“我”后面的那个位置。
     """
     batch, _, seq, _ = weights.shape
     pos = torch.arange(seq).expand(batch, seq)
