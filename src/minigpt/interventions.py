@@ -27,7 +27,7 @@ def _check_layer_head(model: TinyGPT, layer: int, head: int) -> None:
 # 第 7 节 训练出来的头「第二层靠第一层」
 def without_head(model: TinyGPT, layer: int, head: int,
                  mean_over: RepeatBatch | None = None) -> TinyGPT:
-    """复制一份模型，把 `model.blocks[layer]` 的头 head 剪掉（层和头都从 0 数，
+    """复制一份模型，把 `model.blocks[layer]` 的头 head 拿掉（层和头都从 0 数，
     和张量的下标一样）。原模型不变。
 
     mean_over=None（置零）：W_O 里读这个头输出的那几列清零，
