@@ -552,7 +552,7 @@ def test_every_count_over_the_seeds_is_what_the_text_says():
 @SLOW
 def test_the_phase_figure_alt_says_what_the_plotted_seeds_do():
     """相变图的替代文字：每个画出的种子，两个分数都在能抄位置的损失陡降的时候越过门槛（at_steepest_drop），
-    多数种子的两条线差不多同时越过（相差不超过一个副本：next_window 过半）。"""
+    多数种子的两条线差不多同时越过（相差不超过一个快照：next_window 过半）。"""
     import re
 
     from minigpt.claims import CLAIMS
@@ -565,7 +565,7 @@ def test_the_phase_figure_alt_says_what_the_plotted_seeds_do():
     assert sum(CLAIMS["next_window"](f) for f in facts) > len(facts) / 2
 
 
-# 正文在练习 1 的种子里数的几条结论（“同一个副本不能当成规律”）：只数两个角色都长出来的种子，
+# 正文在练习 1 的种子里数的几条结论（“同一个快照不能当成规律”）：只数两个角色都长出来的种子，
 # 种子 7 没有过门槛的时刻，不进计数
 EXPECTED_EXERCISE_GREW = [6]
 EXPECTED_EXERCISE_COUNTS = {"ind_at_drop": 1, "ind_not_later": 1, "same_window": 0}
@@ -573,7 +573,7 @@ EXPECTED_EXERCISE_COUNTS = {"ind_at_drop": 1, "ind_not_later": 1, "same_window":
 
 @SLOW
 def test_crossing_at_the_same_snapshot_fails_beyond_the_pages_seeds():
-    """种子 0–5 里两个分数几乎都在同一个副本上过门槛，种子 6 却不是：归纳分数先过。
+    """种子 0–5 里两个分数几乎都在同一个快照上过门槛，种子 6 却不是：归纳分数先过。
     正文因此只把“归纳分数紧挨着陡降过门槛、前一个 token 分数不早于它”当作结论。"""
     from minigpt.claims import CLAIMS, EXERCISE_SEEDS, claim_counts
 
