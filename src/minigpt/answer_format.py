@@ -227,8 +227,10 @@ del __minigpt_grade_probe
 # ，没有秘密。
 # 探针经内核的消息通道送出“标记 + HMAC + JSON”；runner 用密钥核对 HMAC 和 nonce，
 # 对不上的一律不算。
-# 签名挡住的是学生的代码打印或改写出来的行。它挡不住顺着内核里的对象找到探针、拿它的签名对象给任意答案
-# 签名的学生（r36c F2：五六行代码）：探针和学生的代码在同一个进程里。这已经是刻意攻击批改程序本身；
+# 签名挡住的是学生的代码打印或改写出来的行。
+# 它挡不住这样的学生：顺着内核里的对象找到探针，
+# 拿它的签名对象给任意答案签名（r36c F2：五六行代码）。
+# 探针和学生的代码在同一个进程里；这已经是刻意攻击批改程序本身，
 # 就算这样，一道题也要有对的值才得分（见教师指南）。
 KERNEL_MARKER = "MINIGPT-GRADE-SIGNED:"
 KEY_MARKER = "MINIGPT-GRADE-KEY:"
@@ -246,9 +248,10 @@ def install_kernel_probe() -> str:
     shell = sys.modules["IPython"].get_ipython()
     kernel = shell.kernel
     key = secrets.token_bytes(32)
-    # 探针只留一个算好了密钥的 HMAC 对象（C 实现，读不出密钥本身），不留密钥：学生顺着 comm 目标的闭包
-    # 找不到那 32 个字节（r36c F2）。这只是多一道坎，不是保证：学生的代码和探针在同一个进程里，
-    # 拿到这个对象照样能签名（见教师指南）
+    # 探针只留一个算好了密钥的 HMAC 对象（C 实现，读不出密钥），
+    # 不留密钥本身：顺着 comm 目标的闭包，
+    # 找不到那 32 个字节（r36c F2）。这只是多一道坎，不是保证：
+    # 学生的代码和探针在同一个进程里，拿到这个对象照样能签名
     signer = _hashlib.hmac_new(key, digestmod="sha256")
     convert, dumps = make_converter(), make_dumps()
     send, iopub = kernel.session.send, kernel.iopub_socket
@@ -390,9 +393,11 @@ def parse_json(data: bytes):
         raise AnswerFileError("结果文件不是有效的 JSON") from None
 
 
-# 整数张量每种 dtype 能装下的范围：签名对得上的答案里也可能有装不下的数（学生挖出密钥自己签的，r36c F1）
-_INT_RANGE = {"uint8": (0, 2**8 - 1), "int8": (-2**7, 2**7 - 1), "int16": (-2**15, 2**15 - 1),
-              "int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
+# 整数张量每种 dtype 能装下的范围：签名对得上的答案里也可能有
+# 装不下的数（学生挖出密钥自己签的，r36c F1）
+_INT_RANGE = {"uint8": (0, 2**8 - 1), "int8": (-2**7, 2**7 - 1),
+              "int16": (-2**15, 2**15 - 1), "int32": (-2**31, 2**31 - 1),
+              "int64": (-2**63, 2**63 - 1)}
 
 
 def _number(x, kind: str):
@@ -432,7 +437,8 @@ def _decode(item, depth: int = 0):
         if not isinstance(value, want) or (kind != "bool" and type(value) is bool):
             raise AnswerFileError(f"答案的类型标为 {kind}，值却不是")
         too_big = (kind == "int" and abs(value) >= 2**63
-                   or kind == "float" and type(value) is int and abs(value) >= 2**1000)
+                   or kind == "float" and type(value) is int
+                   and abs(value) >= 2**1000)
         if too_big or kind == "str" and len(value) > 200:
             raise AnswerFileError("答案的值超出范围")
         return float(value) if kind == "float" else value
@@ -499,8 +505,9 @@ def _module(name: str, state: dict):
 
 
 def _checked(item):
-    """_decode，但还原时出的任何错（上面没有想到的，例如 torch 不肯造的张量）都成了 AnswerFileError：
-    一份提交交回的答案再古怪，也只让这一份记“答案输出被改动过”，不让整批批改停下（r36c F1）。"""
+    """_decode，但还原时出的任何错（上面没有想到的，例如 torch 不肯造的张量）
+    都成了 AnswerFileError：一份提交交回的答案再古怪，也只让这一份记
+    “答案输出被改动过”，不让整批批改停下（r36c F1）。"""
     try:
         return _decode(item)
     except AnswerFileError:
@@ -510,13 +517,14 @@ def _checked(item):
 
 
 def decode_answer(item):
-    """核对并还原一个答案变量的值（探针写出的一项）；不合格时抛 AnswerFileError，不抛别的异常。"""
+    """核对并还原一个答案变量的值（探针写出的一项）；
+    不合格时抛 AnswerFileError，不抛别的异常。"""
     return _checked(item)
 
 
 def decode_answers(raw, names: list[str]) -> dict:
-    """核对并还原探针写出的答案：{变量名: 值}（变量不存在时是 MISSING）；不合格时抛 AnswerFileError，
-    不抛别的异常。"""
+    """核对并还原探针写出的答案：{变量名: 值}（变量不存在时是 MISSING）；
+    不合格时抛 AnswerFileError，不抛别的异常。"""
     if not isinstance(raw, dict) or set(raw) != set(names):
         raise AnswerFileError("答案文件里的变量与题目不符")
     return {n: _checked(raw[n]) for n in names}
