@@ -95,6 +95,18 @@ def test_a_translation_that_drops_a_glue_role_fails_the_check(tmp_path):
     assert len(problems) == 1 and "角色不同" in problems[0] and "glue:text" in problems[0], problems
 
 
+@pytest.mark.slow
+def test_a_merge_conflict_marker_left_in_a_catalog_fails_the_check(tmp_path):
+    """合并 .po 时留下的冲突标记，哪怕只在作废的条目里，也让核对失败（说明那段合并没人核对过）。"""
+    root = book_copy(tmp_path)
+    po = root / "locale" / "en" / "LC_MESSAGES" / "book" / "s5_ffn.po"
+    assert not i18n.check(root)
+    po.write_text(po.read_text(encoding="utf-8")
+                  + '\n#~ msgid "<<<<<<< HEAD 一句中文"\n#~ msgstr "A sentence"\n', encoding="utf-8")
+    problems = i18n.check(root, extract=False)   # 上面已经提取过一次
+    assert len(problems) == 1 and "合并冲突" in problems[0] and "s5_ffn.po" in problems[0], problems
+
+
 # ---- 英文版的书 --------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

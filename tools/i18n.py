@@ -303,6 +303,9 @@ def fstring_problems(root: Path = REPO) -> list[str]:
     return found
 
 
+CONFLICT = re.compile(r"^(<{7}|>{7}|={7})( |$)", re.M)
+
+
 def check(root: Path = REPO, *, extract: bool = True) -> list[str]:
     """核对英文目录与当前的中文源文件：返回问题清单（空表示全部译好、没有漂移）。"""
     out = root / GETTEXT
@@ -319,6 +322,9 @@ def check(root: Path = REPO, *, extract: bool = True) -> list[str]:
             problems.append(f"{rel}：没有英文目录（运行 make translations）")
             continue
         catalog = read_catalog(po)
+        # 合并冲突留下的标记（连作废的条目也算）：说明合并时有一段没人核对过
+        problems += [f"{rel}：有合并冲突的标记 {m.id[:40]!r}" for m in [*catalog, *catalog.obsolete.values()]
+                     if m.id and CONFLICT.search(f"{m.id}\n{m.string}")]
         kind = "code" if rel.name == "code.po" else "prose"
         allow_cjk = (root / "book" / "glossary.md").read_text(encoding="utf-8") \
             if rel.as_posix() == "book/glossary.po" else ""
