@@ -288,5 +288,5 @@ def test_glossary_numbers_of_the_section_7_model_match_its_config():
     from minigpt.tinygpt import init_model
 
     text = (Path(__file__).resolve().parents[1] / "book" / "glossary.md").read_text(encoding="utf-8")
-    assert f"第 7 节的 token 是 0 到 {REPEAT_VOCAB - 1} 这 {REPEAT_VOCAB} 个整数" in text
+    assert f"token 是 0 到 {REPEAT_VOCAB - 1} 这 {REPEAT_VOCAB} 个整数" in text
     assert f"第 7 节训练的小模型取 {init_model().blocks[0].ffn.d_model}，" in text
