@@ -115,7 +115,8 @@ def claim_counts(facts: dict[int, dict[str, float]]) -> dict[str, int]:
             for name, test in CLAIMS.items()}
 
 
-# 计数的说法（how_many）：对任何计数都通顺，不写“6 个种子里有 6 个”“2 个里有 0 个”；它是主语，页面在后面接谓语
+# 计数的说法（how_many）：对任何计数都通顺，
+# 不写“6 个种子里有 6 个”“2 个里有 0 个”；它是主语，页面在后面接谓语
 ALL = "{total} {noun}全都"
 SOME = "{total} {noun}中有 {n} 个"
 NONE = "{total} {noun}中没有一个"
@@ -124,7 +125,8 @@ NEITHER = "这两{noun}中没有一个"
 
 
 def how_many(n: int, total: int, noun: str) -> str:
-    """n 个（共 total 个）的说法，作句子的主语，后面总要跟一个谓语（“如此”“低于 0.5”……）：
+    """n 个（共 total 个）的说法，作句子的主语，
+    后面总要跟一个谓语（“如此”“低于 0.5”……）：
     how_many(6, 6, "个种子") → "6 个种子全都"，(5, 6) → "6 个种子中有 5 个"，
     (0, 6) → "6 个种子中没有一个"；
     total 为 2 时说“两个种子都”“这两个种子中没有一个”。"""
